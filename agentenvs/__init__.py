@@ -1,0 +1,62 @@
+"""agentenvs: standardized multi-turn text environments for training and evaluating LLM agents.
+
+``import agentenvs`` is kept light: the environment base class, the HTTP client and the conformance
+checks are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agentenvs import errors
+from agentenvs.actions import ExtractedAction, extract_action
+from agentenvs.builtin import register_builtin
+from agentenvs.registry import EnvSpec, env_class, install_gymnasium_hook, list_envs, make, register, spec
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "TextEnv": "agentenvs.core",
+    "Transition": "agentenvs.core",
+    "connect": "agentenvs.client",
+    "RemoteEnv": "agentenvs.client",
+    "EnvPool": "agentenvs.client",
+    "check_text_env": "agentenvs.testing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentenvs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def describe(name: str, **kwargs: Any) -> dict[str, Any]:
+    """The self-description of a registered environment (see ``TextEnv.describe``)."""
+    env = make(name, **kwargs)
+    try:
+        return env.describe()
+    finally:
+        env.close()
+
+
+register_builtin()
+install_gymnasium_hook()
+
+__all__ = [
+    "EnvSpec",
+    "ExtractedAction",
+    "describe",
+    "env_class",
+    "errors",
+    "extract_action",
+    "list_envs",
+    "make",
+    "register",
+    "spec",
+    *_LAZY,
+]

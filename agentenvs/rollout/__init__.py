@@ -1,0 +1,1 @@
+"""Everything between a model and the environments: policies, the driver, episode records."""

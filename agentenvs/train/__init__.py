@@ -1,0 +1,1 @@
+"""The reference GRPO trainer."""

@@ -1,0 +1,1 @@
+"""Scorers, metrics, the eval runner and the leaderboard."""

@@ -1,0 +1,1 @@
+"""The environment server and launchers."""

@@ -1,0 +1,1 @@
+"""Frozen task panels and the generators that make them."""
