@@ -1,0 +1,1 @@
+"""The bandit environment: K-armed Bernoulli and Gaussian bandits played in text (``agentenvs.make("bandit")``)."""

@@ -1,0 +1,1 @@
+"""Frozen bandit panels (``panels/*.jsonl`` plus ``manifest.json``) and their generator."""
