@@ -30,6 +30,7 @@ from agentenvs.errors import (
     UnknownSplit,
     UnknownTask,
 )
+from agentenvs.info import EPISODE_END_KEYS
 from agentenvs.seeding import derive_seed, rng_for
 
 TEXT_CHARSET = frozenset(string.printable)
@@ -55,6 +56,13 @@ def ascii_safe(text: str, limit: int = 80) -> str:
     escaped = text.encode("ascii", "backslashreplace").decode("ascii")
     escaped = "".join(ch if ch in TEXT_CHARSET else f"\\x{ord(ch):02x}" for ch in escaped)
     return escaped if len(escaped) <= limit else escaped[: limit - 3] + "..."
+
+
+def _drop_end_keys(info: dict[str, Any]) -> dict[str, Any]:
+    """Remove the keys that belong only to the step that ends an episode."""
+    for key in EPISODE_END_KEYS:
+        info.pop(key, None)
+    return info
 
 
 class TextEnv(gym.Env[str, str]):
@@ -108,8 +116,9 @@ class TextEnv(gym.Env[str, str]):
         """The engine's own snapshot, for environments with ``has_native_state``."""
         return None
 
-    def _set_state(self, state: dict[str, Any]) -> None:
-        raise NotImplementedError
+    def _set_state(self, native: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Restore ``_get_state``'s snapshot; return the observation and environment info at that point."""
+        raise InvalidArgument(f"{self.name} has no native state; restore by replay (omit 'native')")
 
     def _describe(self) -> dict[str, Any]:
         """Environment-specific additions to :meth:`describe`."""
@@ -204,8 +213,7 @@ class TextEnv(gym.Env[str, str]):
             info["success"] = False
             info["end_reason"] = "max_turns"
         else:
-            info.pop("success", None)
-            info.pop("end_reason", None)
+            _drop_end_keys(info)
         self._done = terminated or truncated
         self._last_observation = transition.observation
         return transition.observation, float(transition.reward), terminated, truncated, self._assemble_info(info)
@@ -236,6 +244,7 @@ class TextEnv(gym.Env[str, str]):
         native = self._get_state() if self.has_native_state else None
         if native is not None:
             state["native"] = native
+            state["done"] = self._done
         return state
 
     def set_state(self, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -250,12 +259,18 @@ class TextEnv(gym.Env[str, str]):
             raise InvalidArgument(f"this state belongs to {state['env']!r}, not {self.name!r}")
         if not isinstance(state["actions"], list) or not all(isinstance(a, str) for a in state["actions"]):
             raise InvalidArgument("state['actions'] must be a list of strings")
-        observation, info = self.reset(seed=state["seed"], options={"task_id": state["task_id"], "split": state["split"]})
+        observation, info = self.reset(
+            seed=state["seed"], options={"task_id": state["task_id"], "split": state["split"]}
+        )
         if "native" in state and self.has_native_state:
-            self._set_state(state["native"])
+            observation, env_info = self._set_state(state["native"])
             self._actions = list(state["actions"])
             self._turn = len(self._actions)
-            return self._last_observation, self._assemble_info({})
+            self._done = bool(state.get("done", False))
+            self._last_observation = observation
+            if not self._done:
+                env_info = _drop_end_keys(dict(env_info))
+            return observation, self._assemble_info(env_info)
         for action in state["actions"]:
             if self._done:
                 raise InvalidArgument("the state's actions go past the end of the episode")

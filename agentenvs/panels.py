@@ -39,8 +39,7 @@ def read_manifest(env: str, root: Path | None = None) -> dict[str, Any]:
     path = panel_dir(env, root) / MANIFEST
     if not path.is_file():
         raise PanelIntegrityError(
-            f"no panel manifest at {path}; generate the panels with "
-            f"`python -m agentenvs.tasks.{env}.generate`"
+            f"no panel manifest at {path}; generate the panels with `python -m agentenvs.tasks.{env}.generate`"
         )
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -69,8 +69,7 @@ def spec(name: str) -> EnvSpec:
         return _REGISTRY[name]
     except KeyError:
         raise UnknownEnv(
-            f"no environment named {name!r}; registered: {', '.join(sorted(_REGISTRY))} "
-            "(`agentenvs list` shows them)"
+            f"no environment named {name!r}; registered: {', '.join(sorted(_REGISTRY))} (`agentenvs list` shows them)"
         ) from None
 
 
@@ -146,4 +145,3 @@ def install_gymnasium_hook() -> None:
         register_all_with_gymnasium()
     elif not any(isinstance(hook, _GymnasiumImportHook) for hook in sys.meta_path):
         sys.meta_path.insert(0, _GymnasiumImportHook())
-
