@@ -13,9 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agentenvs.evaluation.results import RESULTS_SCHEMA_PREFIX, policy_label
-
 from agentenvs.errors import InvalidArgument
+from agentenvs.evaluation.results import RESULTS_SCHEMA_PREFIX, policy_label
 
 
 def committed_dir() -> Path:

@@ -92,4 +92,4 @@ def estimate(values: Sequence[float], *, seed: object = 0, resamples: int = DEFA
     """``{"value": mean, "ci95": [low, high], "n": count}`` of per-task values."""
     data = np.asarray(values, dtype=float)
     low, high = bootstrap_ci(data, seed=seed, resamples=resamples)
-    return {"value": round(float(data.mean()), 6), "ci95": [round(low, 6), round(high, 6)], "n": int(data.size)}
+    return {"value": float(data.mean()), "ci95": [low, high], "n": int(data.size)}

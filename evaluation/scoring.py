@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agentenvs.evaluation.metrics import estimate, k_grid, pass_at_k, pass_at_k_t
 
 from agentenvs.errors import InvalidArgument
+from agentenvs.evaluation.metrics import estimate, k_grid, pass_at_k, pass_at_k_t
 
 EPISODE_SCHEMA_PREFIX = "agentenvs.episode/"
 EXCLUDED_CAUSES = frozenset({"infra"})
