@@ -7,13 +7,12 @@ reasoning tokens (ActFocus-style weighting, turn-level ratios).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class ExtractedAction:
+class ExtractedAction(NamedTuple):
     """An action and its character span ``response[start:end]``."""
 
     action: str

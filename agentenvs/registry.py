@@ -10,8 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentenvs.errors import InvalidArgument, MissingDependency, UnknownEnv
 
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
     from agentenvs.core import TextEnv
 
 
-@dataclass(frozen=True)
-class EnvSpec:
+class EnvSpec(NamedTuple):
     """How to build one registered environment."""
 
     name: str
@@ -29,7 +27,7 @@ class EnvSpec:
     summary: str = ""
     extra: str | None = None
     """The pip extra that installs the environment's engine (``pip install 'agentenvs[extra]'``)."""
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    kwargs: dict[str, Any] | None = None
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -99,14 +97,14 @@ def make(name: str, **kwargs: Any) -> TextEnv:
     """Build the environment registered as ``name``; keywords go to its constructor."""
     entry = spec(name)
     cls = load_class(entry.entry_point, entry.extra)
-    return cls(**{**entry.kwargs, **kwargs})
+    return cls(**{**(entry.kwargs or {}), **kwargs})
 
 
 def _register_with_gymnasium(entry: EnvSpec) -> None:
     import gymnasium
 
     if entry.gym_id not in gymnasium.registry:
-        gymnasium.register(id=entry.gym_id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs))
+        gymnasium.register(id=entry.gym_id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs or {}))
 
 
 def register_all_with_gymnasium() -> None:
