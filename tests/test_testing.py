@@ -161,8 +161,9 @@ def test_correct_env_passes_every_check(cls):
     ],
 )
 def test_broken_env_fails(cls, failing_check):
+    skip = () if failing_check == "cross_process" else ("cross_process",)  # spawning is slow; run it where aimed
     with pytest.raises(ConformanceError) as caught:
-        check_text_env(factory(cls), fuzz_examples=20)
+        check_text_env(factory(cls), fuzz_examples=20, skip=skip)
     assert failing_check in caught.value.failures, caught.value.failures
 
 
