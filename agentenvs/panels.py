@@ -59,7 +59,8 @@ def panel_hash(env: str, split: str, root: Path | None = None) -> str:
 
 
 @lru_cache(maxsize=64)
-def _load_verified(path: str, expected_sha256: str) -> tuple[dict[str, Any], ...]:
+def _load_verified(path: str, expected_sha256: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], ...]:
+    """Cached per file version (``mtime_ns``, ``size``), so a file edited after its first load is checked again."""
     actual = sha256_file(Path(path))
     if actual != expected_sha256:
         raise PanelIntegrityError(
@@ -80,7 +81,8 @@ def load_panel(env: str, split: str, root: Path | None = None) -> tuple[dict[str
     path = panel_dir(env, root) / entry["file"]
     if not path.is_file():
         raise PanelIntegrityError(f"panel file {path} named by the manifest is missing; regenerate the panels")
-    return _load_verified(str(path), entry["sha256"])
+    stat = path.stat()
+    return _load_verified(str(path), entry["sha256"], stat.st_mtime_ns, stat.st_size)
 
 
 def write_panels(
