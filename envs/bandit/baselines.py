@@ -7,6 +7,7 @@ from (policy, seed, task id, turn), so a policy is deterministic per turn whatev
 
 from __future__ import annotations
 
+import argparse
 import math
 from typing import Any, ClassVar
 
@@ -98,3 +99,52 @@ def play_episode(env: Any, policy: BanditPolicy, *, task_id: str, split: str = "
         total += reward
         done = terminated or truncated
     return {**info["metrics"], "return": total, "score": info["score"], "success": info["success"]}
+
+
+def baseline_table(split: str = "test", seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, dict[str, dict[str, float]]]:
+    """Per baseline and task type (and ``all``): mean expected regret, score, success and best-arm rate."""
+    import agentenvs
+
+    env = agentenvs.make("bandit")
+    tasks = env.tasks(split)
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for name, cls in BASELINES.items():
+        rows: dict[str, list[dict[str, Any]]] = {}
+        for seed in seeds:
+            policy = cls(seed=seed)
+            for task in tasks:
+                outcome = play_episode(env, policy, task_id=task["task_id"], split=split, seed=seed)
+                rows.setdefault(task["task_type"], []).append(outcome)
+                rows.setdefault("all", []).append(outcome)
+        table[name] = {
+            kind: {
+                key: float(np.mean([float(row[key]) for row in outcomes]))
+                for key in ("expected_regret", "score", "success", "best_arm_rate")
+            }
+            for kind, outcomes in rows.items()
+        }
+    env.close()
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m agentenvs.envs.bandit.baselines",
+        description="Play random, UCB1 and Thompson sampling on a bandit panel and print their mean regret and score.",
+    )
+    parser.add_argument("--split", default="test", help="panel split (default: test)")
+    parser.add_argument("--seeds", type=int, default=3, help="episode seeds per task (default: 3)")
+    args = parser.parse_args(argv)
+    table = baseline_table(args.split, tuple(range(args.seeds)))
+    print("| policy | task type | expected regret | score | success | best-arm rate |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, kinds in table.items():
+        for kind in [kind for kind in kinds if kind != "all"] + ["all"]:
+            row = kinds[kind]
+            cells = [f"{row['expected_regret']:.2f}", f"{row['score']:.3f}", f"{row['success']:.2f}"]
+            print(f"| {name} | {kind} | {' | '.join(cells)} | {row['best_arm_rate']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
