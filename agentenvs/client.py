@@ -1,0 +1,325 @@
+"""The HTTP client of protocol v1: ``connect(url).make(name)`` gives a ``RemoteEnv``, a real ``gymnasium.Env``.
+
+Every call is safe to retry, so transport failures (a reset connection, a keep-alive connection the server
+closed while the client was thinking) are retried instead of surfacing: a step carries ``turn`` and the
+server answers a repeated turn from its stored answer without stepping twice; a reset always carries a
+seed (drawn here from the env's own generator when the caller gives none), so repeating it lands in the
+same state. Error answers become the matching ``agentenvs.errors`` / ``agentenvs.protocol`` exceptions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from agentenvs import protocol
+from agentenvs.actions import ExtractedAction, extract_action
+from agentenvs.errors import AgentEnvsError, InvalidActionType, InvalidArgument
+from agentenvs.protocol import AtCapacity, ServerUnreachable, SessionBusy
+
+DEFAULT_TIMEOUT_S = (5.0, 120.0)
+"""(connect, read) seconds; the read limit is above the server's default step limit, so 504 comes first."""
+
+
+def _requests() -> Any:
+    try:
+        import requests
+    except ImportError as exc:
+        from agentenvs.errors import MissingDependency
+
+        raise MissingDependency("the HTTP client needs requests: pip install 'agentenvs[server]'") from exc
+    return requests
+
+
+class Client:
+    """A connection to one server: a keep-alive ``requests.Session``, the token, timeouts and retries."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT_S,
+        retries: int = 4,
+        backoff_s: float = 0.05,
+        pool_size: int = 64,
+    ):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.pool_size = pool_size
+        self._http = self._new_session()
+
+    def _new_session(self) -> Any:
+        requests = _requests()
+        http = requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
+        http.mount("http://", adapter)
+        http.mount("https://", adapter)
+        http.headers["Accept"] = "application/json"
+        if self.token:
+            http.headers["Authorization"] = f"Bearer {self.token}"
+        return http
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_http"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._http = self._new_session()
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r})"
+
+    def request(self, method: str, path: str, body: Any = None, *, retry: bool = True, busy_wait_s: float = 0.0) -> Any:
+        """The decoded JSON answer of one call (None for 204); an error answer raises its exception.
+
+        ``retry`` repeats the call after a transport failure; ``busy_wait_s`` also waits out ``session_busy``
+        answers for that long (a retried step whose first attempt is still running on the server).
+        """
+        requests = _requests()
+        data = None if body is None else protocol.dumps(body)
+        headers = {"Content-Type": "application/json"} if data is not None else None
+        attempts = itertools.count()
+        deadline = time.monotonic() + busy_wait_s
+        while True:
+            attempt = next(attempts)
+            try:
+                answer = self._http.request(method, self.url + path, data=data, headers=headers, timeout=self.timeout)
+            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+                if not retry or attempt >= self.retries:
+                    raise ServerUnreachable(
+                        f"{method} {self.url}{path} failed after {attempt + 1} attempt(s): {exc}; is the server up?"
+                    ) from None
+                time.sleep(self.backoff_s * (2**attempt) if attempt else 0.0)
+                continue
+            except requests.Timeout as exc:
+                raise protocol.StepTimeout(f"{method} {self.url}{path}: no answer within {self.timeout} s ({exc})") from None
+            if answer.status_code == 204:
+                return None
+            try:
+                payload = answer.json()
+            except ValueError:
+                payload = answer.text
+            if answer.status_code < 400:
+                return payload
+            error = protocol.error_from_answer(answer.status_code, payload, answer.headers.get("Retry-After"))
+            if isinstance(error, SessionBusy) and time.monotonic() < deadline:
+                time.sleep(0.02)
+                continue
+            raise error
+
+    def envs(self) -> dict[str, Any]:
+        """The served environments' descriptions, by name."""
+        return self.request("GET", "/v1/envs")["envs"]
+
+    def health(self) -> dict[str, Any]:
+        return self.request("GET", "/healthz")
+
+    def make(self, name: str, *, privileged: bool = False, **kwargs: Any) -> RemoteEnv:
+        """Open a session of environment ``name`` (keywords go to its constructor on the server)."""
+        return RemoteEnv(self, name, privileged=privileged, **kwargs)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def connect(url: str, token: str | None = None, **options: Any) -> Client:
+    """A client of the server at ``url``; ``options`` are :class:`Client`'s (timeout, retries, pool_size)."""
+    return Client(url, token, **options)
+
+
+class RemoteEnv(gym.Env[str, str]):
+    """An environment served over HTTP with the public API of ``TextEnv``."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, client: Client, name: str, *, privileged: bool = False, **kwargs: Any):
+        self.client = client
+        self.name = name
+        self.kwargs = kwargs
+        self.privileged = privileged
+        request = protocol.CreateSession(env=name, kwargs=kwargs, privileged=privileged)
+        answer = client.request("POST", "/v1/sessions", request.to_json())
+        self.session_id: str = answer["session_id"]
+        self.lease_ttl_s: float = answer["lease_ttl_s"]
+        self._description: dict[str, Any] = answer["env"]
+        self.version = self._description.get("version", "")
+        self.max_turns = self._description.get("max_turns")
+        self.max_action_chars = self._description.get("max_action_chars", 4096)
+        from agentenvs.core import TEXT_CHARSET, TextEnv
+
+        self.observation_space = spaces.Text(max_length=TextEnv.max_observation_chars, min_length=0, charset=TEXT_CHARSET)
+        self.action_space = spaces.Text(max_length=self.max_action_chars, min_length=0, charset=TEXT_CHARSET)
+        self.render_mode = None
+        self._turn = 0
+        self._done = False
+        self._closed = False
+        self._last_observation = ""
+        self._parser: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"RemoteEnv({self.name!r}, session={self.session_id[:8]}..., url={self.client.url!r})"
+
+    @property
+    def path(self) -> str:
+        return f"/v1/sessions/{self.session_id}"
+
+    @property
+    def turn(self) -> int:
+        return self._turn
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        if seed is None:
+            super().reset(seed=None)
+            seed = int(self.np_random.integers(0, 2**31 - 1))
+        elif isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+            super().reset(seed=seed)
+        answer = self.client.request("POST", self.path + "/reset", {"seed": seed, "options": options})
+        self._turn, self._done = 0, False
+        self._last_observation = answer["observation"]
+        return answer["observation"], answer["info"]
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if isinstance(action, (bytes, bytearray)):
+            raise InvalidActionType(f"the action must be a str, got {type(action).__name__}")
+        with self._lock:
+            body = {"action": action, "turn": self._turn}
+            answer = protocol.StepAnswer.from_json(
+                self.client.request("POST", self.path + "/step", body, busy_wait_s=30.0)
+            )
+            self._turn = answer.info.get("turn", self._turn + 1)
+            self._done = answer.terminated or answer.truncated
+            self._last_observation = answer.observation
+            return answer.as_tuple()
+
+    def get_state(self) -> dict[str, Any]:
+        return self.client.request("GET", self.path + "/state")["state"]
+
+    def set_state(self, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        answer = self.client.request("POST", self.path + "/state", {"state": state})
+        self._turn = answer["info"].get("turn", 0)
+        self._done = bool(answer["info"].get("end_reason"))
+        self._last_observation = answer["observation"]
+        return answer["observation"], answer["info"]
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self._description)
+
+    def extract_action(self, response: str) -> ExtractedAction | None:
+        """The environment's own parser when its class can be imported here, else the default grammar."""
+        if self._parser is None:
+            self._parser = _local_parser(self.name)
+        return self._parser(response)
+
+    def render(self) -> str | None:
+        return self._last_observation
+
+    def close(self) -> None:
+        """Close the session on the server (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.client.request("DELETE", self.path)
+        except AgentEnvsError:
+            pass
+
+
+def _local_parser(name: str) -> Any:
+    """``extract_action`` of the environment's class, bound to an instance made without its constructor."""
+    from agentenvs.core import TextEnv
+    from agentenvs.registry import env_class
+
+    try:
+        cls = env_class(name)
+    except (AgentEnvsError, ImportError, AttributeError):
+        return extract_action
+    if not isinstance(cls, type) or not issubclass(cls, TextEnv) or cls.extract_action is TextEnv.extract_action:
+        return extract_action
+    return cls.__new__(cls).extract_action
+
+
+class EnvPool:
+    """Sessions spread over several servers (least-loaded by default, or round-robin), closed together."""
+
+    STRATEGIES = ("least_loaded", "round_robin")
+
+    def __init__(self, urls: Sequence[str], token: str | None = None, *, strategy: str = "least_loaded", **options: Any):
+        if not urls:
+            raise InvalidArgument("EnvPool needs at least one server URL")
+        if strategy not in self.STRATEGIES:
+            raise InvalidArgument(f"strategy must be one of {self.STRATEGIES}, got {strategy!r}")
+        self.clients = [Client(url, token, **options) for url in urls]
+        self.strategy = strategy
+        self.envs: list[RemoteEnv] = []
+        self._next = itertools.count()
+        self._lock = threading.Lock()
+
+    def _order(self) -> list[Client]:
+        with self._lock:
+            if self.strategy == "round_robin":
+                start = next(self._next) % len(self.clients)
+                return self.clients[start:] + self.clients[:start]
+            load = {id(c): 0 for c in self.clients}
+            for env in self.envs:
+                if not env._closed:
+                    load[id(env.client)] += 1
+            return sorted(self.clients, key=lambda c: load[id(c)])
+
+    def make(self, name: str, **kwargs: Any) -> RemoteEnv:
+        """A session on the chosen server; a server at capacity or unreachable passes to the next one."""
+        last: AgentEnvsError | None = None
+        for client in self._order():
+            try:
+                env = client.make(name, **kwargs)
+            except (AtCapacity, ServerUnreachable, protocol.ShuttingDown) as exc:
+                last = exc
+                continue
+            with self._lock:
+                self.envs.append(env)
+            return env
+        assert last is not None
+        raise last
+
+    def make_many(self, name: str, count: int, **kwargs: Any) -> list[RemoteEnv]:
+        return [self.make(name, **kwargs) for _ in range(count)]
+
+    def load(self) -> dict[str, int]:
+        """Open sessions of this pool per server URL."""
+        counts = {c.url: 0 for c in self.clients}
+        for env in self.envs:
+            if not env._closed:
+                counts[env.client.url] += 1
+        return counts
+
+    def close(self) -> None:
+        """Close every session of the pool and the connections."""
+        with self._lock:
+            envs, self.envs = self.envs, []
+        for env in envs:
+            env.close()
+        for client in self.clients:
+            client.close()
+
+    def __enter__(self) -> EnvPool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return sum(not env._closed for env in self.envs)

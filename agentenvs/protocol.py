@@ -1,0 +1,345 @@
+"""Wire protocol v1 (DESIGN §3): routes, request parsing, answers and errors shared by server and client.
+
+Kept light (no flask, no requests) so the server, the client and tests all read the same rules:
+what a valid body is, which error a bad one gets, and how an error answer maps back to an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentenvs import errors
+from agentenvs.errors import AgentEnvsError, InvalidActionType, InvalidArgument
+
+PROTOCOL_VERSION = "1"
+PREFIX = "/v1"
+SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
+"""Session ids are 128 random bits in lower-case hex."""
+ENV_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MAX_BATCH = 1024
+"""The most items one ``POST /v1/batch/step`` may carry."""
+
+
+# ---------------------------------------------------------------------- protocol errors
+
+
+class MalformedRequest(AgentEnvsError, ValueError):
+    """The body is not JSON, not an object, or a field is missing or of the wrong type."""
+
+    code = "malformed_request"
+    http_status = 400
+
+
+class Unauthorized(AgentEnvsError, PermissionError):
+    """A token is configured and the request carries none or a wrong one."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
+class UnknownSession(AgentEnvsError, KeyError):
+    """No open session has this id for this token (closed, expired, failed, or never opened)."""
+
+    code = "unknown_session"
+    http_status = 404
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class RouteNotFound(AgentEnvsError, LookupError):
+    """No route has this path."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class MethodNotAllowed(AgentEnvsError, ValueError):
+    """The route exists but not with this HTTP method."""
+
+    code = "method_not_allowed"
+    http_status = 405
+
+
+class TurnMismatch(AgentEnvsError, RuntimeError):
+    """``turn`` in a step is neither the session's turn nor a retry of its last step."""
+
+    code = "turn_mismatch"
+    http_status = 409
+
+
+class SessionBusy(AgentEnvsError, RuntimeError):
+    """Another request on the same session is still running."""
+
+    code = "session_busy"
+    http_status = 409
+
+
+class RequestTooLarge(AgentEnvsError, ValueError):
+    """The body is over the server's request size limit."""
+
+    code = "request_too_large"
+    http_status = 413
+
+
+class AtCapacity(AgentEnvsError, RuntimeError):
+    """The server holds its maximum number of sessions; retry after ``retry_after`` seconds."""
+
+    code = "at_capacity"
+    http_status = 429
+
+    def __init__(self, message: str = "", retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ShuttingDown(AgentEnvsError, RuntimeError):
+    """The server is draining after SIGTERM and takes no new sessions."""
+
+    code = "shutting_down"
+    http_status = 503
+
+
+class StepTimeout(AgentEnvsError, TimeoutError):
+    """A call ran past the server's time limit; the session is closed."""
+
+    code = "step_timeout"
+    http_status = 504
+
+
+class ServerUnreachable(AgentEnvsError, ConnectionError):
+    """Client side: the server could not be reached (after retries where the call allowed them)."""
+
+    code = "server_unreachable"
+    http_status = 503
+
+
+PROTOCOL_ERRORS: tuple[type[AgentEnvsError], ...] = (
+    MalformedRequest,
+    Unauthorized,
+    UnknownSession,
+    RouteNotFound,
+    MethodNotAllowed,
+    TurnMismatch,
+    SessionBusy,
+    RequestTooLarge,
+    AtCapacity,
+    ShuttingDown,
+    StepTimeout,
+    ServerUnreachable,
+)
+
+
+def error_class(code: str) -> type[AgentEnvsError]:
+    """The exception class of a wire error ``code``: protocol errors first, then ``errors.error_for_code``."""
+    for cls in PROTOCOL_ERRORS:
+        if cls.code == code:
+            return cls
+    return errors.error_for_code(code)
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def error_from_answer(status: int, body: Any, retry_after: str | None = None) -> AgentEnvsError:
+    """The exception an error answer stands for (a non-JSON answer becomes the base class)."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        code = str(body["error"].get("code", "error"))
+        message = str(body["error"].get("message", ""))
+    else:
+        code, message = "error", f"HTTP {status}: {str(body)[:200]}"
+    cls = error_class(code)
+    if cls is AtCapacity:
+        return AtCapacity(message, retry_after=float(retry_after) if retry_after else None)
+    exc = cls(message)
+    exc.http_status = status
+    return exc
+
+
+# ---------------------------------------------------------------------- requests
+
+
+def parse_json_object(raw: bytes, *, empty_ok: bool = False) -> dict[str, Any]:
+    """A request body as a JSON object, or :class:`MalformedRequest` saying what is wrong."""
+    if not raw.strip():
+        if empty_ok:
+            return {}
+        raise MalformedRequest("the request needs a JSON object body (Content-Type: application/json)")
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedRequest(f"the body is not valid JSON ({exc}); send a JSON object") from None
+    if not isinstance(body, dict):
+        raise MalformedRequest(f"the body must be a JSON object, got a JSON {type(body).__name__}")
+    return body
+
+
+def _check_fields(body: dict[str, Any], allowed: set[str], what: str) -> None:
+    unknown = set(body) - allowed
+    if unknown:
+        raise MalformedRequest(f"unknown fields {sorted(unknown)} in {what}; accepted: {sorted(allowed)}")
+
+
+def _require(body: dict[str, Any], name: str, kind: type | tuple[type, ...], what: str, hint: str) -> Any:
+    if name not in body:
+        raise MalformedRequest(f"{what} is missing the field {name!r} ({hint})")
+    value = body[name]
+    if isinstance(value, bool) and kind is int or not isinstance(value, kind):
+        raise MalformedRequest(f"{what}: {name!r} must be {hint}, got {json.dumps(value)[:60]}")
+    return value
+
+
+@dataclass(frozen=True)
+class CreateSession:
+    env: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    privileged: bool = False
+
+    @classmethod
+    def parse(cls, body: dict[str, Any]) -> CreateSession:
+        what = "POST /v1/sessions"
+        _check_fields(body, {"env", "kwargs", "privileged"}, what)
+        env = _require(body, "env", str, what, "the name of a served environment, e.g. \"bandit\"")
+        if not ENV_NAME.match(env):
+            raise errors.UnknownEnv(f"no environment named {env[:64]!r} is served here; GET /v1/envs lists them")
+        kwargs = body.get("kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise MalformedRequest(f"{what}: 'kwargs' must be a JSON object of constructor keywords")
+        privileged = body.get("privileged", False)
+        if not isinstance(privileged, bool):
+            raise MalformedRequest(f"{what}: 'privileged' must be true or false")
+        return cls(env=env, kwargs=kwargs, privileged=privileged)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"env": self.env, "kwargs": self.kwargs, "privileged": self.privileged}
+
+
+@dataclass(frozen=True)
+class ResetRequest:
+    seed: int | None = None
+    options: dict[str, Any] | None = None
+
+    @classmethod
+    def parse(cls, body: dict[str, Any]) -> ResetRequest:
+        _check_fields(body, {"seed", "options"}, "reset")
+        seed = body.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise InvalidArgument(f"seed must be a non-negative integer or null, got {json.dumps(seed)[:60]}")
+        options = body.get("options")
+        if options is not None and not isinstance(options, dict):
+            raise InvalidArgument("options must be a JSON object such as {\"task_id\": ..., \"split\": ...}")
+        return cls(seed=seed, options=options)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seed": self.seed, "options": self.options}
+
+
+def _parse_turn(body: dict[str, Any], what: str) -> int:
+    turn = _require(body, "turn", int, what, "the number of steps this client has already seen, an integer >= 0")
+    if turn < 0:
+        raise MalformedRequest(f"{what}: 'turn' must be >= 0, got {turn}")
+    return turn
+
+
+def _parse_action(body: dict[str, Any], what: str) -> str:
+    if "action" not in body:
+        raise MalformedRequest(f"{what} is missing the field 'action' (the action text, a string)")
+    action = body["action"]
+    if not isinstance(action, str):
+        raise InvalidActionType(f"the action must be a string, got {json.dumps(action)[:60]}")
+    return action
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    action: str
+    turn: int
+
+    @classmethod
+    def parse(cls, body: dict[str, Any]) -> StepRequest:
+        _check_fields(body, {"action", "turn"}, "step")
+        return cls(action=_parse_action(body, "step"), turn=_parse_turn(body, "step"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "turn": self.turn}
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    session_id: str
+    action: str
+    turn: int
+
+
+def parse_batch(body: dict[str, Any]) -> list[BatchItem | AgentEnvsError]:
+    """The items of a batch step; a bad item becomes its error, so the other items still run."""
+    _check_fields(body, {"steps"}, "POST /v1/batch/step")
+    steps = body.get("steps")
+    if not isinstance(steps, list):
+        raise MalformedRequest("POST /v1/batch/step needs {\"steps\": [{\"session_id\", \"action\", \"turn\"}, ...]}")
+    if len(steps) > MAX_BATCH:
+        raise RequestTooLarge(f"a batch holds at most {MAX_BATCH} steps, got {len(steps)}; split it")
+    items: list[BatchItem | AgentEnvsError] = []
+    for index, item in enumerate(steps):
+        what = f"steps[{index}]"
+        try:
+            if not isinstance(item, dict):
+                raise MalformedRequest(f"{what} must be an object {{session_id, action, turn}}")
+            _check_fields(item, {"session_id", "action", "turn"}, what)
+            session_id = _require(item, "session_id", str, what, "a session id from POST /v1/sessions")
+            items.append(BatchItem(session_id, _parse_action(item, what), _parse_turn(item, what)))
+        except AgentEnvsError as exc:
+            items.append(exc)
+    return items
+
+
+def parse_state(body: dict[str, Any]) -> dict[str, Any]:
+    _check_fields(body, {"state"}, "POST /v1/sessions/{id}/state")
+    state = body.get("state")
+    if not isinstance(state, dict):
+        raise InvalidArgument("set_state needs {\"state\": <the object GET /v1/sessions/{id}/state returned>}")
+    return state
+
+
+# ---------------------------------------------------------------------- answers
+
+
+@dataclass(frozen=True)
+class StepAnswer:
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> StepAnswer:
+        return cls(
+            observation=body["observation"],
+            reward=float(body["reward"]),
+            terminated=bool(body["terminated"]),
+            truncated=bool(body["truncated"]),
+            info=body["info"],
+        )
+
+    def as_tuple(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return self.observation, self.reward, self.terminated, self.truncated, self.info
+
+
+def step_answer(observation: str, reward: float, terminated: bool, truncated: bool, info: dict) -> dict[str, Any]:
+    return {
+        "observation": observation,
+        "reward": float(reward),
+        "terminated": bool(terminated),
+        "truncated": bool(truncated),
+        "info": info,
+    }
+
+
+def dumps(value: Any) -> bytes:
+    """The JSON encoding used on the wire (ASCII, so lone surrogates and odd bytes travel safely)."""
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")

@@ -1,0 +1,106 @@
+"""``agentenvs serve``: serve environments over HTTP (protocol v1, docs/protocol.md and docs/server.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from agentenvs.errors import AgentEnvsError, InvalidArgument
+
+DESCRIPTION = """\
+Serve registered environments over HTTP (wire protocol v1). Environment instances run in worker
+processes; the HTTP front is waitress (one process, many threads). Examples:
+  agentenvs serve --env bandit
+  agentenvs serve --env bandit --env sciworld --workers 4 --port 9000 --token "$AGENTENVS_TOKEN"
+  agentenvs serve --env mine=mypackage.envs:MyEnv      (register and serve your own TextEnv class)
+Clients: agentenvs.connect("http://127.0.0.1:8765").make("bandit"). Stop with SIGTERM or Ctrl-C.
+"""
+
+
+def _env_spec(value: str) -> tuple[str, str | None]:
+    name, sep, entry_point = value.partition("=")
+    if not name or (sep and ":" not in entry_point):
+        raise argparse.ArgumentTypeError(f"--env takes NAME or NAME=package.module:Class, got {value!r}")
+    return name, entry_point or None
+
+
+def _positive(kind: type) -> object:
+    def parse(value: str) -> float | int:
+        number = kind(value)
+        if number < 0:
+            raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+        return number
+
+    return parse
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.description = DESCRIPTION
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument(
+        "--env", action="append", type=_env_spec, required=True, metavar="NAME[=module:Class]",
+        help="an environment to serve (repeat for several); `agentenvs list` names them",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 for all)")
+    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes holding the environments (default 2)")
+    parser.add_argument("--worker-threads", type=int, default=16, help="calls one worker runs at once (default 16)")
+    parser.add_argument("--threads", type=int, default=32, help="HTTP request threads (default 32)")
+    parser.add_argument("--max-sessions", type=int, default=512, help="session cap; past it POST /v1/sessions is 429")
+    parser.add_argument(
+        "--lease-ttl", type=_positive(float), default=600.0,
+        help="close sessions idle this many seconds (default 600; 0 turns the reaper off)",
+    )
+    parser.add_argument(
+        "--step-timeout", type=_positive(float), default=60.0,
+        help="time limit of one step/get_state call in seconds; past it the answer is 504 and the session closes",
+    )
+    parser.add_argument(
+        "--setup-timeout", type=_positive(float), default=300.0,
+        help="time limit of creating a session, reset and set_state (engines such as a JVM start slowly)",
+    )
+    parser.add_argument(
+        "--token", action="append", default=None,
+        help="accepted bearer token (repeat for several; default $AGENTENVS_TOKEN if set, else no token)",
+    )
+    parser.add_argument("--max-request-bytes", type=int, default=1 << 20, help="request body limit (default 1 MiB)")
+    parser.add_argument("--keepalive-timeout", type=int, default=120, help="idle keep-alive connections close after this")
+    parser.add_argument("--connection-limit", type=int, default=4096, help="open connections at most (default 4096)")
+    parser.add_argument("--port-file", type=Path, default=None, help="write {port, pid, url} as JSON here once listening")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentenvs.servers.serve import HTTPConfig, serve
+    from agentenvs.servers.sessions import ServerConfig
+
+    envs: dict[str, str | None] = {}
+    for name, entry_point in args.env:
+        envs[name] = entry_point
+    tokens = tuple(args.token or ([os.environ["AGENTENVS_TOKEN"]] if os.environ.get("AGENTENVS_TOKEN") else []))
+    try:
+        if any(not t.strip() or not t.isascii() for t in tokens):
+            raise InvalidArgument("a --token must be non-empty printable ASCII")
+        config = ServerConfig(
+            envs=envs,
+            workers=args.workers,
+            worker_threads=args.worker_threads,
+            max_sessions=args.max_sessions,
+            lease_ttl_s=args.lease_ttl,
+            step_timeout_s=args.step_timeout,
+            setup_timeout_s=args.setup_timeout,
+            tokens=tokens,
+        )
+        http = HTTPConfig(
+            host=args.host,
+            port=args.port,
+            threads=args.threads,
+            connection_limit=args.connection_limit,
+            keepalive_timeout_s=args.keepalive_timeout,
+            max_request_bytes=args.max_request_bytes,
+            port_file=args.port_file,
+        )
+        return serve(config, http)
+    except AgentEnvsError as exc:
+        print(f"agentenvs serve: {exc}")
+        return 2

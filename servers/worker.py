@@ -1,0 +1,234 @@
+"""Worker processes that hold the environment instances, so a slow or crashing engine never touches the server.
+
+The server talks to each worker over one ``multiprocessing`` pipe: requests ``(request_id, op, session_id,
+args)`` go in, answers ``(request_id, ok, payload)`` come back in any order. Inside the worker a small
+thread pool runs the calls, so one slow step does not hold up the other sessions pinned to that worker.
+Answers are encoded to JSON here, in the worker, which keeps that CPU work off the HTTP process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from agentenvs.errors import AgentEnvsError, EnvFailed, InvalidArgument
+
+Answer = tuple[bool, Any]
+"""``(True, payload)`` or ``(False, (code, http_status, message, fatal))``; fatal closes the session."""
+
+
+def _failure(exc: BaseException, what: str) -> Answer:
+    if isinstance(exc, AgentEnvsError):
+        return False, (exc.code, exc.http_status, str(exc), False)
+    message = f"the environment raised {type(exc).__name__} in {what}: {str(exc)[:500]}; the session is closed"
+    return False, (EnvFailed.code, EnvFailed.http_status, message, True)
+
+
+class EnvHost:
+    """The environments of one worker process and the operations the server may ask of them."""
+
+    def __init__(self) -> None:
+        self.envs: dict[str, Any] = {}
+        self.locks: dict[str, threading.Lock] = {}
+        self.guard = threading.Lock()
+
+    def lock(self, session_id: str) -> threading.Lock:
+        with self.guard:
+            return self.locks.setdefault(session_id, threading.Lock())
+
+    def handle(self, op: str, session_id: str | None, args: tuple) -> Answer:
+        if op == "describe_env":
+            return self._guarded(lambda: self._describe_env(*args), "describe")
+        if op == "ping":
+            return True, "pong"
+        if op == "batch":
+            return True, [self.handle("step", sid, (action,)) for sid, action in args]
+        assert session_id is not None
+        with self.lock(session_id):
+            if op == "create":
+                return self._guarded(lambda: self._create(session_id, *args), "the constructor")
+            if op == "close":
+                self._close(session_id)
+                return True, None
+            env = self.envs.get(session_id)
+            if env is None:
+                return False, (EnvFailed.code, EnvFailed.http_status, "the session is not held by this worker", True)
+            answer = self._guarded(lambda: self._call(env, op, args), op)
+            if not answer[0] and answer[1][3]:
+                self._close(session_id)
+            return answer
+
+    @staticmethod
+    def _guarded(call: Callable[[], Any], what: str) -> Answer:
+        try:
+            return True, call()
+        except BaseException as exc:
+            return _failure(exc, what)
+
+    def _describe_env(self, name: str) -> dict[str, Any]:
+        import agentenvs
+
+        env = agentenvs.make(name)
+        try:
+            return env.describe()
+        finally:
+            env.close()
+
+    def _create(self, session_id: str, name: str, kwargs: dict[str, Any], privileged: bool) -> dict[str, Any]:
+        import agentenvs
+
+        try:
+            env = agentenvs.make(name, **kwargs, privileged=privileged)
+        except TypeError as exc:
+            raise InvalidArgument(f"{name} does not accept these keywords: {exc}") from None
+        self.envs[session_id] = env
+        return env.describe()
+
+    def _close(self, session_id: str) -> None:
+        env = self.envs.pop(session_id, None)
+        with self.guard:
+            self.locks.pop(session_id, None)
+        if env is not None:
+            try:
+                env.close()
+            except Exception:
+                pass
+
+    @staticmethod
+    def _call(env: Any, op: str, args: tuple) -> Any:
+        from agentenvs import protocol
+
+        if op == "step":
+            observation, reward, terminated, truncated, info = env.step(*args)
+            answer = protocol.step_answer(observation, reward, terminated, truncated, info)
+            return protocol.dumps(answer), env.turn, env.done
+        if op == "reset":
+            seed, options = args
+            observation, info = env.reset(seed=seed, options=options)
+            return protocol.dumps({"observation": observation, "info": info}), env.turn, env.done
+        if op == "set_state":
+            observation, info = env.set_state(*args)
+            return protocol.dumps({"observation": observation, "info": info}), env.turn, env.done
+        if op == "get_state":
+            return protocol.dumps({"state": env.get_state()}), env.turn, env.done
+        if op == "describe":
+            return protocol.dumps(env.describe()), env.turn, env.done
+        raise InvalidArgument(f"unknown worker operation {op!r}")
+
+
+def worker_main(conn: Any, entry_points: dict[str, str], threads: int) -> None:
+    """The loop of one worker process; it ends when the server closes the pipe or dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    import agentenvs
+
+    for name, entry_point in entry_points.items():
+        agentenvs.register(name, entry_point, overwrite=True)
+    host = EnvHost()
+    send_lock = threading.Lock()
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="env")
+
+    def run(request_id: int, op: str, session_id: str | None, args: tuple) -> None:
+        answer = host.handle(op, session_id, args)
+        with send_lock:
+            try:
+                conn.send((request_id, *answer))
+            except (OSError, ValueError):
+                pass
+
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        if message is None:
+            break
+        pool.submit(run, *message)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for session_id in list(host.envs):
+        host._close(session_id)
+
+
+class WorkerHandle:
+    """The server's end of one worker process: send a call, get a future for its answer."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, index: int, entry_points: dict[str, str], threads: int, on_death: Callable[[WorkerHandle], None]):
+        context = multiprocessing.get_context("spawn")
+        self.index = index
+        self.conn, child = context.Pipe()
+        self.process = context.Process(
+            target=worker_main, args=(child, entry_points, threads), name=f"agentenvs-worker-{index}", daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.alive = True
+        self.sessions = 0
+        self._pending: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._on_death = on_death
+        self._reader = threading.Thread(target=self._read, name=f"worker-{index}-reader", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def call(self, op: str, session_id: str | None, args: tuple = ()) -> Future:
+        future: Future = Future()
+        with self._lock:
+            if not self.alive:
+                future.set_exception(EnvFailed(self.death_message()))
+                return future
+            request_id = next(self._ids)
+            self._pending[request_id] = future
+            try:
+                self.conn.send((request_id, op, session_id, args))
+            except (OSError, ValueError) as exc:
+                self._pending.pop(request_id, None)
+                future.set_exception(EnvFailed(f"could not reach the worker process: {exc}"))
+        return future
+
+    def death_message(self) -> str:
+        code = self.process.exitcode
+        return (
+            f"the worker process running this session died (pid {self.pid}, exit code {code}); "
+            "the session is closed: open a new one"
+        )
+
+    def _read(self) -> None:
+        while True:
+            try:
+                request_id, ok, payload = self.conn.recv()
+            except (EOFError, OSError):
+                break
+            with self._lock:
+                future = self._pending.pop(request_id, None)
+            if future is not None:
+                future.set_result((ok, payload))
+        self.process.join(timeout=5)
+        with self._lock:
+            self.alive = False
+            pending, self._pending = self._pending, {}
+        message = self.death_message()
+        for future in pending.values():
+            future.set_exception(EnvFailed(message))
+        self._on_death(self)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ask the worker to close its environments and exit; kill it if it does not."""
+        with self._lock:
+            try:
+                self.conn.send(None)
+            except (OSError, ValueError):
+                pass
+        self.process.join(timeout)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(2)
