@@ -41,8 +41,13 @@ def _grammar(names: Sequence[str]) -> re.Pattern[str]:
 
 
 def parse_action(action: str, names: Sequence[str]) -> int | None:
-    """The 0-based arm an action names (possibly out of range), or ``None`` when it is not in the grammar."""
-    match = _grammar(names).fullmatch(action.strip())
+    """The 0-based arm an action names (possibly out of range), or ``None`` when it is not in the grammar.
+
+    The whole action must be one pull, optionally wrapped in one ``<action>...</action>`` tag.
+    """
+    text = action.strip()
+    tagged = ACTION_TAG.fullmatch(text)
+    match = _grammar(names).fullmatch(tagged.group(1).strip() if tagged else text)
     return None if match is None else _arm_of(match, names)
 
 

@@ -85,7 +85,7 @@ def test_every_spelling_of_a_pull_reaches_the_same_arm(env):
         f" {name} ",
     ):
         assert parse_action(action, env.task["arms"]) == 2, action
-    for action in ("pull", "pull[x]", "pulls[2]", f"{name}s", "", "2", "pull[-1]"):
+    for action in ("pull", "pull[x]", "pulls[2]", f"{name}s", "", "2", "pull[-1]", "<action>pull[2]</action> more"):
         assert parse_action(action, env.task["arms"]) is None, action
 
 
