@@ -94,10 +94,10 @@ class BanditEnv(TextEnv):
             step_regret = float(self._means[self._best] - self._means[arm])
             last = f"Last pull: {arm_label(arm, self._arms[arm])} paid {reward:.3f}."
         else:
+            last = f"Your action '{ascii_safe(action)}' {self._why_invalid(arm)}; the pull was wasted (payoff 0)."
             reward, arm = 0.0, None
             step_regret = float(self._means[self._best])
             self._invalid += 1
-            last = f"Your action '{ascii_safe(action)}' {self._why_invalid(action)}; the pull was wasted (payoff 0)."
         self._choices.append(arm)
         self._regret += step_regret
         terminated = len(self._choices) >= len(self._uniform)
@@ -131,9 +131,6 @@ class BanditEnv(TextEnv):
             return float(self._uniform[turn] < self._means[arm])
         return float(self._means[arm] + self._stds[arm] * self._normal[turn])
 
-    def expected_reward(self, arm: int) -> float:
-        return float(self._means[arm])
-
     def score(self) -> float:
         """1 - regret / regret of uniform random play over the same number of pulls, in [0, 1]."""
         random_regret = len(self._choices) * float(self._means[self._best] - self._means.mean())
@@ -146,8 +143,7 @@ class BanditEnv(TextEnv):
         window = self._choices[-success_window(len(self._uniform)) :]
         return sum(choice == self._best for choice in window) / len(window) if window else 0.0
 
-    def _why_invalid(self, action: str) -> str:
-        arm = parse_action(action, self._arms)
+    def _why_invalid(self, arm: int | None) -> str:
         if arm is None:
             return f"is not a pull: answer pull[i] with i from 0 to {len(self._arms) - 1}, or an arm's name"
         return f"names no arm: there are {len(self._arms)} arms, pull[0] to pull[{len(self._arms) - 1}]"
@@ -168,13 +164,15 @@ class BanditEnv(TextEnv):
                 "best_arm_rate": (self._counts[self._best] / pulls) if pulls else 0.0,
                 "invalid_actions": self._invalid,
             },
-            "privileged": {
+        }
+        if self.privileged:
+            info["privileged"] = {
                 "means": self._means.tolist(),
-                "stds": self._stds.tolist(),
                 "best_arm": self._best,
                 "best_arm_name": self._arms[self._best],
-            },
-        }
+            }
+            if "stds" in self.task:
+                info["privileged"]["stds"] = self._stds.tolist()
         if valid is not None:
             info["action_valid"] = valid
         return info

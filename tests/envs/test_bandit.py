@@ -69,6 +69,9 @@ def test_privileged_info_only_when_asked():
     assert info["privileged"]["best_arm"] == int(np.argmax(means))
     assert info["privileged"]["best_arm_name"] == env.task["arms"][int(np.argmax(means))]
     assert info["privileged"]["stds"] == env.task["stds"]
+    _, info = env.reset(seed=0, options={"task_id": BERNOULLI})
+    assert info["admissible_actions"][info["privileged"]["best_arm"]] == f"pull[{int(np.argmax(env.task['means']))}]"
+    assert "stds" not in info["privileged"]
 
 
 def test_every_spelling_of_a_pull_reaches_the_same_arm(env):
