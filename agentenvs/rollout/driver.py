@@ -1,0 +1,388 @@
+"""The multi-turn driver: many episodes at once, over local environments or an ``EnvPool`` of servers.
+
+``plan_episodes`` fixes which episodes a run holds (task, seed, group, member) before anything runs,
+with ids that are the same in every run, so a run can be resumed and a group of G rollouts always
+starts from the same task and seed. ``run_rollouts`` plays them in a thread pool (the concurrency
+limit), reusing environments (local instances or server sessions) across episodes, and writes one
+``EpisodeRecord`` per episode as it finishes.
+
+Failures are labelled, never hidden: an exception from the environment or its server gives
+``failure_cause`` ``infra``; running past the episode's time limit gives ``timeout``; a model that
+cannot answer gives ``policy``. The time limit is checked before every turn and bounds every model
+request; a local environment stuck inside one ``step`` cannot be interrupted in-process (servers have
+their own per-step limit).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agentenvs import panels
+from agentenvs.errors import AgentEnvsError, InvalidArgument
+from agentenvs.registry import make as make_local
+from agentenvs.rollout.llm import InfraError, PolicyError
+from agentenvs.rollout.policy import EpisodeContext, Policy
+from agentenvs.rollout.records import EpisodeRecord, EpisodeWriter, StepRecord, read_jsonl, step_info
+from agentenvs.seeding import derive_seed, rng_for
+
+EPISODES_FILE = "episodes.jsonl"
+
+
+class EpisodeTimeout(AgentEnvsError, TimeoutError):
+    """The episode ran past its time limit."""
+
+    code = "episode_timeout"
+    http_status = 504
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One planned episode."""
+
+    task_id: str | None
+    """None: the environment picks the task from the seed."""
+    split: str
+    seed: int
+    group_id: str
+    episode_id: str
+    member: int
+
+
+@dataclass
+class RolloutConfig:
+    """How episodes are run."""
+
+    concurrency: int = 8
+    time_limit_s: float | None = None
+    """Wall-clock limit of one episode (reset, every turn, every model request)."""
+    max_turns: int | None = None
+    """Cap on turns per episode, passed to the environment (None: the environment's own limit)."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True
+
+
+def task_ids(env_name: str, split: str, env: Any = None) -> list[str] | None:
+    """The task ids of a split: from a local environment, else from the installed frozen panel."""
+    if env is not None and hasattr(env, "tasks"):
+        return [t["task_id"] for t in env.tasks(split)]
+    try:
+        return [t["task_id"] for t in panels.load_panel(env_name, split)]
+    except AgentEnvsError:
+        return None
+
+
+def plan_episodes(
+    env_name: str,
+    split: str,
+    n: int,
+    group_size: int = 1,
+    *,
+    seed: int = 0,
+    tasks: Sequence[str] | None = None,
+    shuffle: bool = False,
+) -> list[EpisodeSpec]:
+    """``n`` groups of ``group_size`` episodes: the tasks in panel order (or shuffled by ``seed``), cycled."""
+    if n < 1 or group_size < 1:
+        raise InvalidArgument(f"n and group_size must be at least 1, got n={n}, group_size={group_size}")
+    order: list[str | None] = list(tasks) if tasks else [None]
+    if shuffle and len(order) > 1:
+        order = [order[i] for i in rng_for("rollout-plan", seed).permutation(len(order))]
+    specs = []
+    for index in range(n):
+        task_id = order[index % len(order)]
+        episode_seed = derive_seed("rollout", seed, index) % (2**31)
+        group_id = f"{env_name}/{split}/{task_id or 'any'}/{episode_seed}"
+        for member in range(group_size):
+            specs.append(EpisodeSpec(task_id, split, episode_seed, group_id, f"{group_id}/{member}", member))
+    return specs
+
+
+class EnvSource:
+    """Hands out environments (local instances or server sessions) and takes them back for reuse."""
+
+    def __init__(self, env_name: str, servers: Any, kwargs: dict[str, Any]):
+        self.env_name = env_name
+        self.servers = servers
+        self.kwargs = kwargs
+        self.idle: list[Any] = []
+        self.lock = threading.Lock()
+
+    def take(self) -> Any:
+        with self.lock:
+            if self.idle:
+                return self.idle.pop()
+        if self.servers is None:
+            return make_local(self.env_name, **self.kwargs)
+        return self.servers.make(self.env_name, **self.kwargs)
+
+    def give_back(self, env: Any) -> None:
+        with self.lock:
+            self.idle.append(env)
+
+    def discard(self, env: Any) -> None:
+        try:
+            env.close()
+        except Exception:  # a broken env or a dead server: nothing more to release
+            return
+
+    def close(self) -> None:
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for env in idle:
+            self.discard(env)
+
+
+def _as_pool(servers: Any) -> tuple[Any, bool]:
+    """An EnvPool for a list of URLs (owned, closed by the driver) or the caller's pool as it is."""
+    if servers is None or hasattr(servers, "make"):
+        return servers, False
+    urls = [servers] if isinstance(servers, str) else list(servers)
+    from agentenvs.client import EnvPool
+
+    return EnvPool(urls), True
+
+
+def run_rollouts(
+    env: str,
+    policy: Policy,
+    *,
+    n: int | None = None,
+    group_size: int = 1,
+    split: str | None = None,
+    seed: int = 0,
+    episodes: Sequence[EpisodeSpec] | None = None,
+    servers: Any = None,
+    config: RolloutConfig | None = None,
+    out: str | Path | None = None,
+    resume: bool = True,
+    on_record: Callable[[EpisodeRecord], None] | None = None,
+) -> list[EpisodeRecord]:
+    """Play episodes of ``env`` with ``policy`` and return their records in plan order.
+
+    Either ``episodes`` (from :func:`plan_episodes`) or ``n`` groups of ``group_size``. ``servers``:
+    None (in-process), an ``EnvPool`` / ``connect(url)`` client, or server URLs. ``out``: a folder that
+    gets ``episodes.jsonl``; with ``resume``, episodes already in it are not run again.
+    """
+    config = config or RolloutConfig()
+    pool, owned = _as_pool(servers)
+    kwargs = dict(config.env_kwargs)
+    if policy.needs_privileged:
+        kwargs["privileged"] = True
+    if config.max_turns is not None:
+        kwargs["max_turns"] = config.max_turns
+    source = EnvSource(env, pool, kwargs)
+    writer = None
+    try:
+        first = source.take()
+        description = first.describe()
+        split = split or description.get("default_split") or "test"
+        if episodes is None:
+            if n is None:
+                raise InvalidArgument("give run_rollouts either episodes=plan_episodes(...) or n (number of groups)")
+            local = first if pool is None else None
+            episodes = plan_episodes(env, split, n, group_size, seed=seed, tasks=task_ids(env, split, local))
+        source.give_back(first)
+        done: dict[str, EpisodeRecord] = {}
+        if out is not None:
+            path = Path(out) / EPISODES_FILE
+            if resume and path.is_file():
+                done = {r.episode_id: r for r in read_jsonl(path)}
+            writer = EpisodeWriter(path)
+        todo = [spec for spec in episodes if spec.episode_id not in done]
+        identity = _identity(env, description)
+        results = dict(done)
+        for record in _run_all(todo, policy, source, description, identity, config):
+            results[record.episode_id] = record
+            if writer is not None:
+                writer.write(record)
+            if on_record is not None:
+                on_record(record)
+        return [results[spec.episode_id] for spec in episodes if spec.episode_id in results]
+    finally:
+        if writer is not None:
+            writer.close()
+        source.close()
+        if owned:
+            pool.close()
+
+
+def _identity(env: str, description: dict[str, Any]) -> dict[str, Any]:
+    return {"env": env, "env_version": str(description.get("version", ""))}
+
+
+def _panel_hash(env: str, split: str) -> str:
+    try:
+        return panels.panel_hash(env, split)
+    except AgentEnvsError:
+        return ""
+
+
+def _run_all(todo, policy, source, description, identity, config):
+    """Yield records as episodes finish (thread pool of ``config.concurrency``)."""
+    progress = None
+    if config.progress and todo:
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(todo), desc=f"rollout {identity['env']}", unit="ep", dynamic_ncols=True)
+    successes = 0
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="rollout") as pool:
+            futures = [
+                pool.submit(rollout_episode, source, policy, spec, description, identity, config) for spec in todo
+            ]
+            for future in as_completed(futures):
+                record = future.result()
+                successes += record.success
+                if progress is not None:
+                    progress.update(1)
+                    progress.set_postfix(success=f"{successes / progress.n:.2f}")
+                yield record
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def rollout_episode(
+    source: EnvSource,
+    policy: Policy,
+    spec: EpisodeSpec,
+    description: dict[str, Any],
+    identity: dict[str, Any],
+    config: RolloutConfig,
+) -> EpisodeRecord:
+    """Play one episode; every failure ends up in the record, never as an exception."""
+    started = time.monotonic()
+    deadline = None if config.time_limit_s is None else started + config.time_limit_s
+    record = EpisodeRecord(
+        episode_id=spec.episode_id,
+        group_id=spec.group_id,
+        env=identity["env"],
+        env_version=identity["env_version"],
+        split=spec.split,
+        panel_hash=_panel_hash(identity["env"], spec.split),
+        task_id=spec.task_id or "",
+        task_type=None,
+        seed=spec.seed,
+        policy=policy.describe(),
+        sampling=policy.sampling,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    timings = {"total_s": 0.0, "env_s": 0.0, "policy_s": 0.0}
+    env = None
+    actor = None
+    healthy = False
+    try:
+        env = source.take()
+        options = {"split": spec.split} | ({"task_id": spec.task_id} if spec.task_id else {})
+        tick = time.monotonic()
+        observation, info = env.reset(seed=spec.seed, options=options)
+        timings["env_s"] += time.monotonic() - tick
+        record.task_id = info.get("task_id", record.task_id)
+        record.task_type = info.get("task_type")
+        context = EpisodeContext(
+            env=identity["env"],
+            description=description,
+            task_id=record.task_id,
+            split=spec.split,
+            seed=spec.seed,
+            group_id=spec.group_id,
+            episode_id=spec.episode_id,
+            member=spec.member,
+            policy_seed=derive_seed("policy", getattr(policy, "seed", 0), spec.episode_id),
+            extract_action=env.extract_action,
+        )
+        actor = policy.begin(context)
+        if hasattr(actor, "set_deadline"):
+            actor.set_deadline(deadline)
+        max_chars = int(description.get("max_action_chars", 4096))
+        while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise EpisodeTimeout(f"the episode ran past its time limit of {config.time_limit_s:g} s")
+            tick = time.monotonic()
+            decision = _act(actor, observation, info)
+            timings["policy_s"] += time.monotonic() - tick
+            found = decision.action if decision.action and len(decision.action.action) <= max_chars else None
+            tick = time.monotonic()
+            next_observation, reward, terminated, truncated, info = env.step(found.action if found else "")
+            timings["env_s"] += time.monotonic() - tick
+            record.steps.append(
+                StepRecord(
+                    turn=len(record.steps) + 1,
+                    observation=observation,
+                    response=decision.response,
+                    action=found.action if found else "",
+                    action_span=[found.start, found.end] if found else None,
+                    reward=float(reward),
+                    terminated=bool(terminated),
+                    truncated=bool(truncated),
+                    info=step_info(info),
+                )
+            )
+            observation = record.final_observation = next_observation
+            if terminated or truncated:
+                break
+        healthy = True
+        _finish(record)
+    except _PolicyFailure as failure:
+        healthy = True
+        _fail(record, failure.cause, failure.__cause__)
+    except (EpisodeTimeout, TimeoutError) as exc:
+        _fail(record, "timeout", exc)
+    except Exception as exc:  # the environment or its server failed; the record says so
+        _fail(record, "infra", exc)
+    finally:
+        if actor is not None:
+            record.tokens = actor.tokens()
+        record.num_turns = len(record.steps)
+        record.return_ = float(sum(s.reward for s in record.steps))
+        timings["total_s"] = time.monotonic() - started
+        record.timings = timings
+        if env is not None:
+            (source.give_back if healthy and record.failure_cause != "timeout" else source.discard)(env)
+    return record
+
+
+class _PolicyFailure(Exception):
+    def __init__(self, cause: str):
+        self.cause = cause
+
+
+def _act(actor: Any, observation: str, info: dict[str, Any]) -> Any:
+    """The actor's decision, with its failures labelled (policy, infra, timeout)."""
+    try:
+        return actor.act(observation, info)
+    except (EpisodeTimeout, TimeoutError):
+        raise
+    except InfraError as exc:
+        raise _PolicyFailure("infra") from exc
+    except (PolicyError, AgentEnvsError, ValueError, KeyError) as exc:
+        raise _PolicyFailure("policy") from exc
+
+
+def _finish(record: EpisodeRecord) -> None:
+    last = record.steps[-1].info if record.steps else {}
+    record.success = bool(last.get("success", False))
+    record.score = float(last.get("score", 1.0 if record.success else 0.0))
+    record.end_reason = str(last.get("end_reason", "failure"))
+    record.success_turn = next((s.turn for s in record.steps if s.info.get("success")), None)
+    if record.success:
+        record.failure_cause = "none"
+    elif any(s.action_span is None for s in record.steps):
+        record.failure_cause = "parse"
+    else:
+        record.failure_cause = "policy"
+
+
+def _fail(record: EpisodeRecord, cause: str, exc: BaseException | None) -> None:
+    record.failure_cause = cause
+    record.end_reason = "error"
+    record.success = False
+    record.score = 0.0
+    record.error = f"{type(exc).__name__}: {exc}" if exc is not None else cause
