@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,7 +23,7 @@ GAUSSIAN_NOISE_VAR = 0.25
 """Thompson's assumed payoff noise (std 0.5): an upper bound on the panels' noise, so it explores enough."""
 
 
-class BanditPolicy:
+class BanditPolicy(ABC):
     """A scripted bandit player: ``act(observation, info) -> "pull[i]"``."""
 
     name: ClassVar[str] = "policy"
@@ -35,9 +36,9 @@ class BanditPolicy:
         rng = rng_for("bandit-baseline", self.name, self.seed, info.get("task_id", ""), info.get("turn", view.pulls))
         return f"pull[{self.choose(view, rng)}]"
 
+    @abstractmethod
     def choose(self, view: BanditView, rng: np.random.Generator) -> int:
         """The 0-based arm to pull."""
-        raise NotImplementedError
 
 
 def _argmax_random_ties(values: np.ndarray, rng: np.random.Generator) -> int:
