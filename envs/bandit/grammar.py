@@ -1,8 +1,8 @@
 """The bandit's action grammar: ``pull[i]`` (also ``pull(i)``, ``pull i``), ``pull NAME`` or a bare arm name.
 
-Indices are 0-based and names are matched case-insensitively (ASCII case folding only, so odd
-unicode look-alikes never match). :func:`parse_action` reads one action
-strictly; :func:`find_action` finds one inside a full model response and returns its span.
+Indices are 0-based and names are matched case-insensitively (ASCII case folding only, so unicode
+look-alikes such as the Kelvin sign never match). :func:`parse_action` reads one action strictly;
+:func:`find_action` finds one inside a full model response and returns its span.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def _names_pattern(names: Sequence[str]) -> str:
     return "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
 
 
-def _arm_of(match: re.Match[str], names: Sequence[str]) -> int | None:
+def _arm_of(match: re.Match[str], names: Sequence[str]) -> int:
     index = next((group for group in match.groups()[:3] if group is not None), None)
     if index is not None:
         return int(index)
