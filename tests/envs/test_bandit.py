@@ -290,3 +290,9 @@ def test_ucb1_and_thompson_have_much_lower_regret_than_random_on_the_test_panel(
         assert regret[name].mean() < 0.75 * regret["random"].mean(), name
         assert t_statistic > 5, (name, t_statistic)
     assert regret["thompson"].mean() < regret["ucb1"].mean()
+
+
+def test_unicode_look_alikes_never_name_an_arm():
+    assert parse_action("\u017filver", ["silver"]) is None  # long s, which unicode case folding maps to s
+    assert parse_action("\u212aiwi", ["kiwi"]) is None  # Kelvin sign
+    assert find_action("I pick \u017filver", ["silver"]).action == "I pick \u017filver"  # reported as invalid
