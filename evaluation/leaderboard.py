@@ -8,6 +8,7 @@ collects every ``agentenvs.results/*`` file below a folder, groups them by envir
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,6 +21,16 @@ from agentenvs.evaluation.results import RESULTS_SCHEMA_PREFIX, policy_label
 def committed_dir() -> Path:
     """The leaderboard results that ship with the package (``evaluation/leaderboard/``)."""
     return Path(str(resources.files("agentenvs.evaluation"))) / "leaderboard"
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/agentenvs/evaluation`` (``~/.cache/...`` when unset): where runs and pages go by default."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "agentenvs" / "evaluation"
+
+
+def default_site_dir() -> Path:
+    return cache_dir() / "leaderboard"
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,8 @@ class Entry:
 
     @property
     def row_id(self) -> str:
-        return self.path.stem
+        """The run's id (``run_id``), or the file name for results written without one."""
+        return str(self.result.get("run_id") or self.path.stem)
 
 
 def load_results(folder: str | Path) -> list[Entry]:

@@ -162,7 +162,7 @@ def render_heatmap(row: Entry, cell: int = 14) -> str:
     ks, turns, values = grid["k"], grid["T"], grid["values"]
     cell_w = max(4, min(cell, 560 // max(len(turns), 1)))
     left, top = 40, 8
-    width, height = left + cell_w * len(turns) + 10, top + cell * len(ks) + 30
+    width, height = max(left + cell_w * len(turns) + 10, 200), top + cell * len(ks) + 30
     parts = [
         f'<svg class="heatmap" data-row="{_e(row.row_id)}" xmlns="http://www.w3.org/2000/svg" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
@@ -183,7 +183,15 @@ def render_heatmap(row: Entry, cell: int = 14) -> str:
                 f'<text x="{left + j * cell_w + cell_w / 2:.1f}" y="{top + cell * len(ks) + 12}" '
                 f'font-size="9" text-anchor="middle">{turn}</text>'
             )
-    parts.append(f'<text x="{left}" y="{height - 3}" font-size="10">turn budget T</text></svg>')
+    parts.append(f'<text x="{left}" y="{height - 3}" font-size="10">turn budget T</text>')
+    scale_x = width - 70
+    for step_index in range(11):
+        parts.append(
+            f'<rect x="{scale_x + step_index * 5}" y="{height - 11}" width="5" height="8" '
+            f'fill="{heat_color(step_index / 10)}"/>'
+        )
+    parts.append(f'<text x="{scale_x - 3}" y="{height - 3}" font-size="9" text-anchor="end">0%</text>')
+    parts.append(f'<text x="{scale_x + 58}" y="{height - 3}" font-size="9">100%</text></svg>')
     return "".join(parts)
 
 
