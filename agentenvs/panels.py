@@ -18,6 +18,7 @@ from agentenvs.errors import PanelIntegrityError, UnknownSplit
 MANIFEST = "manifest.json"
 
 
+@lru_cache(maxsize=1)
 def tasks_root() -> Path:
     """The folder holding every environment's panels (``tasks/`` of the installed package)."""
     return Path(str(resources.files("agentenvs.tasks")))
@@ -36,12 +37,20 @@ def sha256_file(path: Path) -> str:
 
 
 def read_manifest(env: str, root: Path | None = None) -> dict[str, Any]:
+    """The parsed manifest (shared and cached per file version: do not mutate it)."""
     path = panel_dir(env, root) / MANIFEST
-    if not path.is_file():
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
         raise PanelIntegrityError(
             f"no panel manifest at {path}; generate the panels with `python -m agentenvs.tasks.{env}.generate`"
-        )
-    return json.loads(path.read_text(encoding="utf-8"))
+        ) from None
+    return _parse_manifest(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _parse_manifest(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def splits(env: str, root: Path | None = None) -> dict[str, int]:
@@ -117,4 +126,5 @@ def write_panels(
     manifest_path = folder / MANIFEST
     manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     _load_verified.cache_clear()
+    _parse_manifest.cache_clear()
     return manifest_path
