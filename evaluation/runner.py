@@ -164,7 +164,7 @@ def evaluate(config: EvalConfig, out: str | Path, *, progress: bool = True, resa
         for member in range(config.k)
         if (task["task_id"], member) not in done
     ]
-    if done and progress:
+    if done:
         print(f"resuming {folder}: {len(done)} of {len(wanted)} episodes already finished")
     with make_policy(config.policy, seed=config.seed, **config.sampling) as policy:
         policy_info, sampling = policy.describe(), policy.sampling
