@@ -9,11 +9,12 @@ same state. Error answers become the matching ``agentenvs.errors`` / ``agentenvs
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 from gymnasium import spaces
@@ -102,7 +103,9 @@ class Client:
                 time.sleep(self.backoff_s * (2**attempt) if attempt else 0.0)
                 continue
             except requests.Timeout as exc:
-                raise protocol.StepTimeout(f"{method} {self.url}{path}: no answer within {self.timeout} s ({exc})") from None
+                raise protocol.StepTimeout(
+                    f"{method} {self.url}{path}: no answer within {self.timeout} s ({exc})"
+                ) from None
             if answer.status_code == 204:
                 return None
             try:
@@ -140,7 +143,7 @@ def connect(url: str, token: str | None = None, **options: Any) -> Client:
 class RemoteEnv(gym.Env[str, str]):
     """An environment served over HTTP with the public API of ``TextEnv``."""
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
 
     def __init__(self, client: Client, name: str, *, privileged: bool = False, **kwargs: Any):
         self.client = client
@@ -157,7 +160,9 @@ class RemoteEnv(gym.Env[str, str]):
         self.max_action_chars = self._description.get("max_action_chars", 4096)
         from agentenvs.core import TEXT_CHARSET, TextEnv
 
-        self.observation_space = spaces.Text(max_length=TextEnv.max_observation_chars, min_length=0, charset=TEXT_CHARSET)
+        self.observation_space = spaces.Text(
+            max_length=TextEnv.max_observation_chars, min_length=0, charset=TEXT_CHARSET
+        )
         self.action_space = spaces.Text(max_length=self.max_action_chars, min_length=0, charset=TEXT_CHARSET)
         self.render_mode = None
         self._turn = 0
@@ -220,10 +225,19 @@ class RemoteEnv(gym.Env[str, str]):
         return dict(self._description)
 
     def extract_action(self, response: str) -> ExtractedAction | None:
-        """The environment's own parser when its class can be imported here, else the default grammar."""
+        """The action in a full model response and its span, by the environment's own grammar.
+
+        An environment on the default grammar is parsed here; one with its own parser (which may depend on
+        the episode, such as the bandit's arm names) is parsed by its instance on the server, so the result
+        is exactly what the in-process environment would give.
+        """
         if self._parser is None:
-            self._parser = _local_parser(self.name)
+            self._parser = extract_action if _uses_default_grammar(self.name) else self._remote_extract
         return self._parser(response)
+
+    def _remote_extract(self, response: str) -> ExtractedAction | None:
+        found = self.client.request("POST", self.path + "/extract_action", {"response": response})["extracted"]
+        return None if found is None else ExtractedAction(found["action"], found["start"], found["end"])
 
     def render(self) -> str | None:
         return self._last_observation
@@ -233,24 +247,20 @@ class RemoteEnv(gym.Env[str, str]):
         if self._closed:
             return
         self._closed = True
-        try:
+        with contextlib.suppress(AgentEnvsError):
             self.client.request("DELETE", self.path)
-        except AgentEnvsError:
-            pass
 
 
-def _local_parser(name: str) -> Any:
-    """``extract_action`` of the environment's class, bound to an instance made without its constructor."""
+def _uses_default_grammar(name: str) -> bool:
+    """Whether the environment's class is importable here and keeps ``TextEnv``'s default ``extract_action``."""
     from agentenvs.core import TextEnv
     from agentenvs.registry import env_class
 
     try:
         cls = env_class(name)
     except (AgentEnvsError, ImportError, AttributeError):
-        return extract_action
-    if not isinstance(cls, type) or not issubclass(cls, TextEnv) or cls.extract_action is TextEnv.extract_action:
-        return extract_action
-    return cls.__new__(cls).extract_action
+        return False
+    return isinstance(cls, type) and issubclass(cls, TextEnv) and cls.extract_action is TextEnv.extract_action
 
 
 class EnvPool:
@@ -258,7 +268,9 @@ class EnvPool:
 
     STRATEGIES = ("least_loaded", "round_robin")
 
-    def __init__(self, urls: Sequence[str], token: str | None = None, *, strategy: str = "least_loaded", **options: Any):
+    def __init__(
+        self, urls: Sequence[str], token: str | None = None, *, strategy: str = "least_loaded", **options: Any
+    ):
         if not urls:
             raise InvalidArgument("EnvPool needs at least one server URL")
         if strategy not in self.STRATEGIES:

@@ -188,7 +188,7 @@ def _require(body: dict[str, Any], name: str, kind: type | tuple[type, ...], wha
     if name not in body:
         raise MalformedRequest(f"{what} is missing the field {name!r} ({hint})")
     value = body[name]
-    if isinstance(value, bool) and kind is int or not isinstance(value, kind):
+    if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
         raise MalformedRequest(f"{what}: {name!r} must be {hint}, got {json.dumps(value)[:60]}")
     return value
 
@@ -203,10 +203,11 @@ class CreateSession:
     def parse(cls, body: dict[str, Any]) -> CreateSession:
         what = "POST /v1/sessions"
         _check_fields(body, {"env", "kwargs", "privileged"}, what)
-        env = _require(body, "env", str, what, "the name of a served environment, e.g. \"bandit\"")
+        env = _require(body, "env", str, what, 'the name of a served environment, e.g. "bandit"')
         if not ENV_NAME.match(env):
             raise errors.UnknownEnv(f"no environment named {env[:64]!r} is served here; GET /v1/envs lists them")
-        kwargs = body.get("kwargs") or {}
+        kwargs = body.get("kwargs")
+        kwargs = {} if kwargs is None else kwargs
         if not isinstance(kwargs, dict):
             raise MalformedRequest(f"{what}: 'kwargs' must be a JSON object of constructor keywords")
         privileged = body.get("privileged", False)
@@ -231,7 +232,7 @@ class ResetRequest:
             raise InvalidArgument(f"seed must be a non-negative integer or null, got {json.dumps(seed)[:60]}")
         options = body.get("options")
         if options is not None and not isinstance(options, dict):
-            raise InvalidArgument("options must be a JSON object such as {\"task_id\": ..., \"split\": ...}")
+            raise InvalidArgument('options must be a JSON object such as {"task_id": ..., "split": ...}')
         return cls(seed=seed, options=options)
 
     def to_json(self) -> dict[str, Any]:
@@ -280,7 +281,7 @@ def parse_batch(body: dict[str, Any]) -> list[BatchItem | AgentEnvsError]:
     _check_fields(body, {"steps"}, "POST /v1/batch/step")
     steps = body.get("steps")
     if not isinstance(steps, list):
-        raise MalformedRequest("POST /v1/batch/step needs {\"steps\": [{\"session_id\", \"action\", \"turn\"}, ...]}")
+        raise MalformedRequest('POST /v1/batch/step needs {"steps": [{"session_id", "action", "turn"}, ...]}')
     if len(steps) > MAX_BATCH:
         raise RequestTooLarge(f"a batch holds at most {MAX_BATCH} steps, got {len(steps)}; split it")
     items: list[BatchItem | AgentEnvsError] = []
@@ -301,8 +302,14 @@ def parse_state(body: dict[str, Any]) -> dict[str, Any]:
     _check_fields(body, {"state"}, "POST /v1/sessions/{id}/state")
     state = body.get("state")
     if not isinstance(state, dict):
-        raise InvalidArgument("set_state needs {\"state\": <the object GET /v1/sessions/{id}/state returned>}")
+        raise InvalidArgument('set_state needs {"state": <the object GET /v1/sessions/{id}/state returned>}')
     return state
+
+
+def parse_extract(body: dict[str, Any]) -> str:
+    what = "POST /v1/sessions/{id}/extract_action"
+    _check_fields(body, {"response"}, what)
+    return _require(body, "response", str, what, "the full model response, a string")
 
 
 # ---------------------------------------------------------------------- answers

@@ -114,7 +114,12 @@ def create_app(
         stats = manager.stats()
         alive = sum(w["alive"] for w in stats["workers"])
         status = "draining" if manager.draining else ("ok" if alive else "degraded")
-        answer = {"status": status, "protocol": protocol.PROTOCOL_VERSION, "sessions": stats["sessions"], "workers_alive": alive}
+        answer = {
+            "status": status,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "sessions": stats["sessions"],
+            "workers_alive": alive,
+        }
         return json_response(answer, 200 if status == "ok" else 503)
 
     @app.get("/metrics")
@@ -176,6 +181,11 @@ def create_app(
     @app.get("/v1/sessions/<session_id>/describe")
     def describe(session_id: str) -> Response:
         return json_response(manager.describe(session_id, authenticate()))
+
+    @app.post("/v1/sessions/<session_id>/extract_action")
+    def extract_action(session_id: str) -> Response:
+        token = authenticate()
+        return json_response(manager.extract_action(session_id, protocol.parse_extract(body()), token))
 
     @app.post("/v1/batch/step")
     def batch_step() -> Response:

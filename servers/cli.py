@@ -39,7 +39,11 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.description = DESCRIPTION
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
-        "--env", action="append", type=_env_spec, required=True, metavar="NAME[=module:Class]",
+        "--env",
+        action="append",
+        type=_env_spec,
+        required=True,
+        metavar="NAME[=module:Class]",
         help="an environment to serve (repeat for several); `agentenvs list` names them",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 for all)")
@@ -49,25 +53,37 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--threads", type=int, default=32, help="HTTP request threads (default 32)")
     parser.add_argument("--max-sessions", type=int, default=512, help="session cap; past it POST /v1/sessions is 429")
     parser.add_argument(
-        "--lease-ttl", type=_positive(float), default=600.0,
+        "--lease-ttl",
+        type=_positive(float),
+        default=600.0,
         help="close sessions idle this many seconds (default 600; 0 turns the reaper off)",
     )
     parser.add_argument(
-        "--step-timeout", type=_positive(float), default=60.0,
+        "--step-timeout",
+        type=_positive(float),
+        default=60.0,
         help="time limit of one step/get_state call in seconds; past it the answer is 504 and the session closes",
     )
     parser.add_argument(
-        "--setup-timeout", type=_positive(float), default=300.0,
+        "--setup-timeout",
+        type=_positive(float),
+        default=300.0,
         help="time limit of creating a session, reset and set_state (engines such as a JVM start slowly)",
     )
     parser.add_argument(
-        "--token", action="append", default=None,
+        "--token",
+        action="append",
+        default=None,
         help="accepted bearer token (repeat for several; default $AGENTENVS_TOKEN if set, else no token)",
     )
     parser.add_argument("--max-request-bytes", type=int, default=1 << 20, help="request body limit (default 1 MiB)")
-    parser.add_argument("--keepalive-timeout", type=int, default=120, help="idle keep-alive connections close after this")
+    parser.add_argument(
+        "--keepalive-timeout", type=int, default=120, help="idle keep-alive connections close after this"
+    )
     parser.add_argument("--connection-limit", type=int, default=4096, help="open connections at most (default 4096)")
-    parser.add_argument("--port-file", type=Path, default=None, help="write {port, pid, url} as JSON here once listening")
+    parser.add_argument(
+        "--port-file", type=Path, default=None, help="write {port, pid, url} as JSON here once listening"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -145,6 +145,27 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
         },
+        "Extract": {
+            "type": "object",
+            "required": ["response"],
+            "additionalProperties": False,
+            "properties": {"response": {"type": "string"}},
+        },
+        "Extracted": {
+            "type": "object",
+            "required": ["extracted"],
+            "properties": {
+                "extracted": {
+                    "type": "object",
+                    "nullable": True,
+                    "properties": {
+                        "action": {"type": "string"},
+                        "start": {"type": "integer"},
+                        "end": {"type": "integer"},
+                    },
+                }
+            },
+        },
         "State": {"type": "object", "required": ["state"], "properties": {"state": OBJECT}},
     }
 
@@ -156,10 +177,25 @@ def openapi_document() -> dict[str, Any]:
 
     session = [SESSION_PARAM]
     paths = {
-        "/healthz": {"get": {"summary": "liveness (no token needed)", "security": [], "responses": _answers(200, OBJECT, (503,))}},
-        "/metrics": {"get": {"summary": "Prometheus text", "responses": {"200": {"description": "metrics"}, "401": {"description": ERROR_MEANING[401], **_json(ERROR)}}}},
+        "/healthz": {
+            "get": {"summary": "liveness (no token needed)", "security": [], "responses": _answers(200, OBJECT, (503,))}
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus text",
+                "responses": {
+                    "200": {"description": "metrics"},
+                    "401": {"description": ERROR_MEANING[401], **_json(ERROR)},
+                },
+            }
+        },
         "/v1/openapi.json": {"get": {"summary": "this document", "responses": _answers(200, OBJECT, (401,))}},
-        "/v1/envs": {"get": {"summary": "served environments: names, versions, splits, capabilities", "responses": _answers(200, OBJECT, (401,))}},
+        "/v1/envs": {
+            "get": {
+                "summary": "served environments: names, versions, splits, capabilities",
+                "responses": _answers(200, OBJECT, (401,)),
+            }
+        },
         "/v1/sessions": {
             "post": {
                 "summary": "open a session",
@@ -169,28 +205,64 @@ def openapi_document() -> dict[str, Any]:
         },
         "/v1/sessions/{session_id}": {
             "parameters": session,
-            "get": {"summary": "the session's turn, done flag and worker", "responses": _answers(200, OBJECT, (401, 404, 409))},
-            "delete": {"summary": "close (idempotent)", "responses": {"204": {"description": "closed"}, "401": {"description": ERROR_MEANING[401], **_json(ERROR)}}},
+            "get": {
+                "summary": "the session's turn, done flag and worker",
+                "responses": _answers(200, OBJECT, (401, 404, 409)),
+            },
+            "delete": {
+                "summary": "close (idempotent)",
+                "responses": {
+                    "204": {"description": "closed"},
+                    "401": {"description": ERROR_MEANING[401], **_json(ERROR)},
+                },
+            },
         },
         "/v1/sessions/{session_id}/reset": {
             "parameters": session,
-            "post": {"summary": "start an episode", "requestBody": {"required": False, **_json(ref("Reset"))}, "responses": _answers(200, ref("Observation"), SESSION_ERRORS)},
+            "post": {
+                "summary": "start an episode",
+                "requestBody": {"required": False, **_json(ref("Reset"))},
+                "responses": _answers(200, ref("Observation"), SESSION_ERRORS),
+            },
         },
         "/v1/sessions/{session_id}/step": {
             "parameters": session,
-            "post": {"summary": "take one action (idempotent by turn)", "requestBody": body("Step"), "responses": _answers(200, ref("StepAnswer"), SESSION_ERRORS)},
+            "post": {
+                "summary": "take one action (idempotent by turn)",
+                "requestBody": body("Step"),
+                "responses": _answers(200, ref("StepAnswer"), SESSION_ERRORS),
+            },
         },
         "/v1/sessions/{session_id}/state": {
             "parameters": session,
             "get": {"summary": "get_state()", "responses": _answers(200, ref("State"), SESSION_ERRORS)},
-            "post": {"summary": "set_state(state)", "requestBody": body("State"), "responses": _answers(200, ref("Observation"), SESSION_ERRORS)},
+            "post": {
+                "summary": "set_state(state)",
+                "requestBody": body("State"),
+                "responses": _answers(200, ref("Observation"), SESSION_ERRORS),
+            },
         },
         "/v1/sessions/{session_id}/describe": {
             "parameters": session,
-            "get": {"summary": "describe() of the session's environment", "responses": _answers(200, OBJECT, SESSION_ERRORS)},
+            "get": {
+                "summary": "describe() of the session's environment",
+                "responses": _answers(200, OBJECT, SESSION_ERRORS),
+            },
+        },
+        "/v1/sessions/{session_id}/extract_action": {
+            "parameters": session,
+            "post": {
+                "summary": "the action and its span in a full model response, by the session's own parser",
+                "requestBody": body("Extract"),
+                "responses": _answers(200, ref("Extracted"), SESSION_ERRORS),
+            },
         },
         "/v1/batch/step": {
-            "post": {"summary": "step many sessions at once; an error per failed item", "requestBody": body("BatchStep"), "responses": _answers(200, ref("BatchAnswer"), (400, 401, 413))},
+            "post": {
+                "summary": "step many sessions at once; an error per failed item",
+                "requestBody": body("BatchStep"),
+                "responses": _answers(200, ref("BatchAnswer"), (400, 401, 413)),
+            },
         },
     }
     return {

@@ -155,4 +155,3 @@ def serve(config: ServerConfig, http: HTTPConfig) -> int:
         manager.shutdown()
         print("agentenvs: stopped", flush=True)
     return 0
-

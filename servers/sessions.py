@@ -262,7 +262,7 @@ class SessionManager:
             )
         for key in request.kwargs:
             if key in RESERVED_KWARGS:
-                raise InvalidArgument(f"{key!r} is not a constructor keyword here; send \"privileged\" at the top level")
+                raise InvalidArgument(f'{key!r} is not a constructor keyword here; send "privileged" at the top level')
             if UNSAFE_KWARG.search(key):
                 raise InvalidArgument(
                     f"the server does not take the keyword {key!r} from a request: keywords naming files, "
@@ -313,9 +313,7 @@ class SessionManager:
         session = self._acquire(session_id, token_digest(token))
         try:
             future = session.worker.call(op, session.id, args)
-            payload, session.turn, session.done = self._wait(
-                session, future, op, timeout or self.config.step_timeout_s
-            )
+            payload, session.turn, session.done = self._wait(session, future, op, timeout or self.config.step_timeout_s)
             if op in ("reset", "set_state"):
                 session.last_step = None
             return payload
@@ -333,6 +331,9 @@ class SessionManager:
 
     def describe(self, session_id: str, token: str | None = None) -> bytes:
         return self._drive(session_id, token, "describe", ())
+
+    def extract_action(self, session_id: str, response: str, token: str | None = None) -> bytes:
+        return self._drive(session_id, token, "extract_action", (response,))
 
     def session_info(self, session_id: str, token: str | None = None) -> dict[str, Any]:
         session = self._acquire(session_id, token_digest(token))
@@ -411,7 +412,7 @@ class SessionManager:
                     answers = [None] * len(group)
                 except EnvFailed as exc:
                     answers = [(False, (EnvFailed.code, EnvFailed.http_status, str(exc), True))] * len(group)
-                for (index, session, item), answer in zip(group, answers):
+                for (index, session, item), answer in zip(group, answers, strict=False):
                     results[index] = self._batch_answer(session, item, answer)
         finally:
             for session in held:
@@ -433,7 +434,9 @@ class SessionManager:
             by_env: dict[str, int] = {}
             for session in self._sessions.values():
                 by_env[session.env] = by_env.get(session.env, 0) + 1
-            workers = [{"index": w.index, "pid": w.pid, "alive": w.alive, "sessions": w.sessions} for w in self._workers]
+            workers = [
+                {"index": w.index, "pid": w.pid, "alive": w.alive, "sessions": w.sessions} for w in self._workers
+            ]
         return {"sessions": sum(by_env.values()), "sessions_by_env": by_env, "workers": workers}
 
 

@@ -8,6 +8,7 @@ Answers are encoded to JSON here, in the worker, which keeps that CPU work off t
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import signal
@@ -94,10 +95,8 @@ class EnvHost:
         with self.guard:
             self.locks.pop(session_id, None)
         if env is not None:
-            try:
+            with contextlib.suppress(Exception):
                 env.close()
-            except Exception:
-                pass
 
     @staticmethod
     def _call(env: Any, op: str, args: tuple) -> Any:
@@ -118,6 +117,10 @@ class EnvHost:
             return protocol.dumps({"state": env.get_state()}), env.turn, env.done
         if op == "describe":
             return protocol.dumps(env.describe()), env.turn, env.done
+        if op == "extract_action":
+            found = env.extract_action(*args)
+            span = None if found is None else {"action": found.action, "start": found.start, "end": found.end}
+            return protocol.dumps({"extracted": span}), env.turn, env.done
         raise InvalidArgument(f"unknown worker operation {op!r}")
 
 
@@ -135,11 +138,8 @@ def worker_main(conn: Any, entry_points: dict[str, str], threads: int) -> None:
 
     def run(request_id: int, op: str, session_id: str | None, args: tuple) -> None:
         answer = host.handle(op, session_id, args)
-        with send_lock:
-            try:
-                conn.send((request_id, *answer))
-            except (OSError, ValueError):
-                pass
+        with send_lock, contextlib.suppress(OSError, ValueError):
+            conn.send((request_id, *answer))
 
     while True:
         try:
@@ -159,7 +159,9 @@ class WorkerHandle:
 
     _ids = itertools.count(1)
 
-    def __init__(self, index: int, entry_points: dict[str, str], threads: int, on_death: Callable[[WorkerHandle], None]):
+    def __init__(
+        self, index: int, entry_points: dict[str, str], threads: int, on_death: Callable[[WorkerHandle], None]
+    ):
         context = multiprocessing.get_context("spawn")
         self.index = index
         self.conn, child = context.Pipe()
@@ -223,11 +225,8 @@ class WorkerHandle:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Ask the worker to close its environments and exit; kill it if it does not."""
-        with self._lock:
-            try:
-                self.conn.send(None)
-            except (OSError, ValueError):
-                pass
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            self.conn.send(None)
         self.process.join(timeout)
         if self.process.is_alive():
             self.process.kill()
