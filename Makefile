@@ -12,6 +12,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	@command -v java >/dev/null 2>&1 || (echo "installing a Java runtime for ScienceWorld" && \
+		mkdir -p /usr/share/man/man1 && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless)
 	@command -v chromium >/dev/null 2>&1 || (echo "installing headless Chromium for the leaderboard page test" && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
