@@ -68,91 +68,95 @@ class TransformersPolicy(LLMPolicy):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "device": self.device, "batch_size": self.batch_size}
 
-    def generate_ids(self, prompt_ids: list[int], seed: int, timeout_s: float | None) -> Generation:
+    def generate_ids(
+        self, prompt_ids: list[int], seed: int, timeout_s: float | None, sampling: Sampling | None = None
+    ) -> Generation:
+        """One completion of a token-id prompt (``sampling`` overrides the policy's settings)."""
         if len(prompt_ids) >= self.max_context:
             raise PolicyError(
                 f"the prompt has {len(prompt_ids)} tokens, at or over the model's context of {self.max_context}; "
                 "use a windowed history (--history last:4) or fewer turns (max_turns)"
             )
-        return self._batcher.submit((list(prompt_ids), int(seed)), timeout_s)
+        return self._batcher.submit((list(prompt_ids), int(seed), sampling or self.sampling_settings), timeout_s)
 
     def generate_many(self, prompts: list[list[int]], seeds: list[int]) -> list[Generation]:
         """Sample one completion per prompt in one batch (for callers that batch themselves)."""
-        return self._generate_batch(list(zip(prompts, seeds, strict=True)))
+        return self._generate_batch([(p, s, self.sampling_settings) for p, s in zip(prompts, seeds, strict=True)])
 
     def close(self) -> None:
         self._batcher.close()
 
-    def _generate_batch(self, requests: list[tuple[list[int], int]]) -> list[Generation]:
+    def _generate_batch(self, requests: list[tuple[list[int], int, Sampling]]) -> list[Generation]:
+        """Decode every request together; each row has its own generator, settings and length budget."""
         import torch
+        from transformers import DynamicCache
 
-        settings = self.sampling_settings
-        width = max(len(p) for p, _ in requests)
-        budget = max(1, min(settings.max_tokens, self.max_context - width))
+        width = max(len(p) for p, _, _ in requests)
+        budgets = [max(1, min(s.max_tokens, self.max_context - width)) for _, _, s in requests]
         ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(requests), width), dtype=torch.long)
-        for row, (prompt, _) in enumerate(requests):
+        for row, (prompt, _, _) in enumerate(requests):
             ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
             mask[row, width - len(prompt) :] = 1
-        generators = [torch.Generator().manual_seed(seed) for _, seed in requests]
+        generators = [torch.Generator().manual_seed(seed) for _, seed, _ in requests]
         outputs: list[list[int]] = [[] for _ in requests]
         logprobs: list[list[float]] = [[] for _ in requests]
         finish = ["length"] * len(requests)
         done = [False] * len(requests)
         stop_ids = set(self.chat.stop_token_ids)
         with torch.inference_mode():
-            from transformers import DynamicCache
-
             cache = DynamicCache(config=self.model.config)
-            ids, mask = ids.to(self.device), mask.to(self.device)
+            mask = mask.to(self.device)
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            step_input = ids
-            for _ in range(budget):
+            step_input = ids.to(self.device)
+            for _ in range(max(budgets)):
                 out = self.model(
                     input_ids=step_input, attention_mask=mask, position_ids=positions, cache=cache, logits_to_keep=1
                 )
                 logits = out.logits[:, -1, :].float().cpu()
                 raw = torch.log_softmax(logits, dim=-1)
-                chosen = self._sample(logits, generators)
-                for row, token in enumerate(chosen):
+                for row, (_, _, settings) in enumerate(requests):
                     if done[row]:
                         continue
+                    token = _sample_row(logits[row], settings, generators[row])
                     outputs[row].append(token)
                     logprobs[row].append(float(raw[row, token]))
-                    if token in stop_ids or (settings.stop and self._hit_stop_string(outputs[row])):
+                    if token in stop_ids or (settings.stop and self._hit_stop_string(outputs[row], settings.stop)):
                         done[row], finish[row] = True, "stop"
+                    elif len(outputs[row]) >= budgets[row]:
+                        done[row] = True
                 if all(done):
                     break
-                next_ids = torch.tensor([[t if not d else self.pad_id] for t, d in zip(chosen, done, strict=True)])
-                step_input = next_ids.to(self.device)
+                last = [o[-1] if not d else self.pad_id for o, d in zip(outputs, done, strict=True)]
+                step_input = torch.tensor(last, dtype=torch.long).unsqueeze(1).to(self.device)
                 mask = torch.cat([mask, torch.ones_like(step_input)], dim=1)
                 positions = positions[:, -1:] + 1
         return [
             Generation(text=self.chat.response_text(o), token_ids=o, logprobs=lp, prompt_ids=p, finish_reason=f)
-            for o, lp, (p, _), f in zip(outputs, logprobs, requests, finish, strict=True)
+            for o, lp, (p, _, _), f in zip(outputs, logprobs, requests, finish, strict=True)
         ]
 
-    def _sample(self, logits: Any, generators: list[Any]) -> list[int]:
-        import torch
-
-        settings = self.sampling_settings
-        if settings.temperature <= 0:
-            return logits.argmax(dim=-1).tolist()
-        scaled = logits / settings.temperature
-        if settings.top_k and settings.top_k < scaled.shape[-1]:
-            kth = torch.topk(scaled, settings.top_k, dim=-1).values[:, -1:]
-            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-        probs = torch.softmax(scaled, dim=-1)
-        if settings.top_p < 1.0:
-            ordered, order = probs.sort(dim=-1, descending=True)
-            outside = ordered.cumsum(dim=-1) - ordered > settings.top_p
-            ordered = ordered.masked_fill(outside, 0.0)
-            probs = torch.zeros_like(probs).scatter(-1, order, ordered)
-        return [int(torch.multinomial(probs[row], 1, generator=g)) for row, g in enumerate(generators)]
-
-    def _hit_stop_string(self, output: list[int]) -> bool:
+    def _hit_stop_string(self, output: list[int], stop: tuple[str, ...]) -> bool:
         text = self.tokenizer.decode(output[-32:], skip_special_tokens=False)
-        return any(s in text for s in self.sampling_settings.stop)
+        return any(s in text for s in stop)
+
+
+def _sample_row(logits: Any, settings: Sampling, generator: Any) -> int:
+    """One id from one row of logits: greedy at temperature 0, else top-k / top-p sampling."""
+    import torch
+
+    if settings.temperature <= 0:
+        return int(logits.argmax())
+    scaled = logits / settings.temperature
+    if settings.top_k and settings.top_k < scaled.shape[-1]:
+        kth = torch.topk(scaled, settings.top_k).values[-1]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    probs = torch.softmax(scaled, dim=-1)
+    if settings.top_p < 1.0:
+        ordered, order = probs.sort(descending=True)
+        ordered = ordered.masked_fill(ordered.cumsum(-1) - ordered > settings.top_p, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, order, ordered)
+    return int(torch.multinomial(probs, 1, generator=generator))
 
 
 def _eos_ids(model: Any) -> list[int]:
