@@ -28,8 +28,10 @@ from agentenvs.errors import EnvFailed, MissingDependency
 GATEWAY_CLASS = "py4j.GatewayServer"
 JAR_NAME = "scienceworld.jar"
 
-DEFAULT_HEAP_MB = 384
-"""``-Xmx``: with the serial collector this keeps the JVM's resident memory near 430 MB (envs.md §3)."""
+DEFAULT_HEAP_MB = 256
+"""``-Xmx``. A world needs about 25 MB of live heap, but the serial collector lets the heap fill up to
+its cap before a full collection, so the cap sets the resident memory: with 384 MB (envs.md §3) the
+JVM grew to about 490 MB over a long run; 256 MB keeps it well under 450 MB."""
 
 DETERMINISTIC_OPTS = ("-XX:+UnlockExperimentalVMOptions", "-XX:hashCode=2")
 """ScienceWorld keeps a room's objects in hash sets keyed by identity hash codes, so by default the
@@ -44,7 +46,7 @@ _LIVE: weakref.WeakSet[ScienceWorldJVM] = weakref.WeakSet()
 
 def java_options(heap_mb: int = DEFAULT_HEAP_MB, deterministic: bool = True) -> list[str]:
     """The JVM flags: a heap cap, the serial collector (less memory than G1 for a small heap), exit on OOM."""
-    options = [f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-Xss4m"]
+    options = [f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError"]
     if deterministic:
         options += DETERMINISTIC_OPTS
     return options
