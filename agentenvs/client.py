@@ -131,6 +131,28 @@ class Client:
         """Open a session of environment ``name`` (keywords go to its constructor on the server)."""
         return RemoteEnv(self, name, privileged=privileged, **kwargs)
 
+    def step_many(self, envs: Sequence[RemoteEnv], actions: Sequence[str]) -> list[Any]:
+        """Step many sessions of this server in one ``POST /v1/batch/step`` (safe to retry, like ``step``).
+
+        Returns one item per env: the ``(observation, reward, terminated, truncated, info)`` tuple, or the
+        exception of that item (which is returned, not raised, so one failed session does not hide the rest).
+        """
+        if len(envs) != len(actions):
+            raise InvalidArgument(f"step_many got {len(envs)} envs and {len(actions)} actions")
+        if any(env.client is not self for env in envs):
+            raise InvalidArgument("step_many takes envs of this client only (group an EnvPool's envs by env.client)")
+        steps = [
+            {"session_id": env.session_id, "action": a, "turn": env.turn} for env, a in zip(envs, actions, strict=True)
+        ]
+        answers = self.request("POST", "/v1/batch/step", {"steps": steps}, busy_wait_s=30.0)["results"]
+        results: list[Any] = []
+        for env, answer in zip(envs, answers, strict=True):
+            if "error" in answer:
+                results.append(protocol.error_from_answer(0, answer))
+            else:
+                results.append(env._accept(protocol.StepAnswer.from_json(answer)))
+        return results
+
     def close(self) -> None:
         self._http.close()
 
@@ -203,13 +225,14 @@ class RemoteEnv(gym.Env[str, str]):
             raise InvalidActionType(f"the action must be a str, got {type(action).__name__}")
         with self._lock:
             body = {"action": action, "turn": self._turn}
-            answer = protocol.StepAnswer.from_json(
-                self.client.request("POST", self.path + "/step", body, busy_wait_s=30.0)
-            )
-            self._turn = answer.info.get("turn", self._turn + 1)
-            self._done = answer.terminated or answer.truncated
-            self._last_observation = answer.observation
-            return answer.as_tuple()
+            answer = self.client.request("POST", self.path + "/step", body, busy_wait_s=30.0)
+            return self._accept(protocol.StepAnswer.from_json(answer))
+
+    def _accept(self, answer: protocol.StepAnswer) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self._turn = answer.info.get("turn", self._turn + 1)
+        self._done = answer.terminated or answer.truncated
+        self._last_observation = answer.observation
+        return answer.as_tuple()
 
     def get_state(self) -> dict[str, Any]:
         return self.client.request("GET", self.path + "/state")["state"]

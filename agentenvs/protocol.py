@@ -151,12 +151,15 @@ def error_from_answer(status: int, body: Any, retry_after: str | None = None) ->
         code = str(body["error"].get("code", "error"))
         message = str(body["error"].get("message", ""))
     else:
-        code, message = "error", f"HTTP {status}: {str(body)[:200]}"
+        by_status = {cls.http_status: cls for cls in PROTOCOL_ERRORS if cls is not ServerUnreachable}
+        code = by_status[status].code if status in by_status else "error"
+        message = f"HTTP {status}: {str(body)[:200]}"
     cls = error_class(code)
     if cls is AtCapacity:
         return AtCapacity(message, retry_after=float(retry_after) if retry_after else None)
     exc = cls(message)
-    exc.http_status = status
+    if status:
+        exc.http_status = status
     return exc
 
 

@@ -2,7 +2,7 @@
 
 The server talks to each worker over one ``multiprocessing`` pipe: requests ``(request_id, op, session_id,
 args)`` go in, answers ``(request_id, ok, payload)`` come back in any order. Inside the worker a small
-thread pool runs the calls, so one slow step does not hold up the other sessions pinned to that worker.
+pool of threads runs the calls, so one slow step does not hold up the other sessions pinned to that worker.
 Answers are encoded to JSON here, in the worker, which keeps that CPU work off the HTTP process.
 """
 
@@ -14,7 +14,7 @@ import multiprocessing
 import signal
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from agentenvs.errors import AgentEnvsError, EnvFailed, InvalidArgument
@@ -133,23 +133,32 @@ def worker_main(conn: Any, entry_points: dict[str, str], threads: int) -> None:
     for name, entry_point in entry_points.items():
         agentenvs.register(name, entry_point, overwrite=True)
     host = EnvHost()
-    send_lock = threading.Lock()
-    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="env")
+    send_lock, receive_lock = threading.Lock(), threading.Lock()
+    stop = threading.Event()
 
-    def run(request_id: int, op: str, session_id: str | None, args: tuple) -> None:
-        answer = host.handle(op, session_id, args)
-        with send_lock, contextlib.suppress(OSError, ValueError):
-            conn.send((request_id, *answer))
+    def serve() -> None:
+        # Leader/follower: the thread that receives a call also runs it, so no hand-off between threads;
+        # while it runs, the next idle thread is already waiting on the pipe.
+        while not stop.is_set():
+            with receive_lock:
+                if stop.is_set():
+                    return
+                try:
+                    message = conn.recv()
+                except (EOFError, OSError):
+                    message = None
+                if message is None:
+                    stop.set()
+                    return
+            request_id, op, session_id, args = message
+            answer = host.handle(op, session_id, args)
+            with send_lock, contextlib.suppress(OSError, ValueError):
+                conn.send((request_id, *answer))
 
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            break
-        if message is None:
-            break
-        pool.submit(run, *message)
-    pool.shutdown(wait=False, cancel_futures=True)
+    pool = [threading.Thread(target=serve, name=f"env-{i}", daemon=True) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    stop.wait()
     for session_id in list(host.envs):
         host._close(session_id)
 
@@ -192,9 +201,9 @@ class WorkerHandle:
             self._pending[request_id] = future
             try:
                 self.conn.send((request_id, op, session_id, args))
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError):
                 self._pending.pop(request_id, None)
-                future.set_exception(EnvFailed(f"could not reach the worker process: {exc}"))
+                future.set_exception(EnvFailed(self.death_message()))
         return future
 
     def death_message(self) -> str:
