@@ -1,0 +1,1 @@
+"""ALFWorld on the real TextWorld/PDDL engine: ``ALFWorldEnv`` (``agentenvs.make("alfworld")``)."""
