@@ -60,6 +60,7 @@ def _configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=1.0, help="model sampling temperature (default 1.0)")
     parser.add_argument("--top-p", type=float, default=1.0, help="model nucleus sampling (default 1.0)")
     parser.add_argument("--max-tokens", type=int, default=128, help="tokens per model response (default 128)")
+    parser.add_argument("--stop", action="append", help="stop string for model responses (repeatable)")
     parser.add_argument("--history", default="full", help="'full' or 'last:K' turns in the prompt (default full)")
     parser.add_argument("--mode", choices=("completions", "chat"), help="openai policies: the API to use")
     parser.add_argument("--tokenizer", help="openai policies: tokenizer folder for token-in prompts")
@@ -130,6 +131,8 @@ def sampling_options(args: argparse.Namespace) -> dict[str, object]:
         "max_tokens": args.max_tokens,
         "history": args.history,
     }
+    if args.stop:
+        options["stop"] = list(args.stop)
     if args.policy.startswith("openai:"):
         options.update({k: v for k, v in (("mode", args.mode), ("tokenizer", args.tokenizer)) if v is not None})
     return options

@@ -1,0 +1,82 @@
+"""``make demo``: the whole loop on one machine in a few minutes, on CPU.
+
+1. start an environment server on a loopback port (``servers/launch.py``) for every environment
+   whose engine is installed;
+2. evaluate the embedded default policy (SmolLM2-135M-Instruct, zero-shot) and the random and expert
+   baselines on small panels, through that server (the ``demo`` plan of ``baselines.py``);
+3. build the leaderboard (markdown and a self-contained HTML page) and print where to open it.
+
+Runs go to ``$XDG_CACHE_HOME/agentenvs/evaluation/demo/`` and resume if interrupted; ``--fresh``
+starts over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from agentenvs.evaluation.baselines import PLANS, run_plan, unavailable
+from agentenvs.evaluation.leaderboard import build, cache_dir, fmt_estimate, load_results
+
+
+def summary_table(results: Path) -> str:
+    """The leaderboard in a few terminal lines: env, split, policy, success and score with intervals."""
+    rows = [f"{'env':<9} {'split':<13} {'policy':<9} {'success % [95% CI]':<22} {'score % [95% CI]':<22} pass@k"]
+    for entry in sorted(load_results(results), key=lambda e: (e.env, e.split, -e.metrics["success_rate"]["value"])):
+        top = entry.metrics["pass_at_k"][str(entry.max_k)]["value"] * 100
+        rows.append(
+            f"{entry.env:<9} {entry.split:<13} {entry.label:<9} {fmt_estimate(entry.metrics['success_rate']):<22} "
+            f"{fmt_estimate(entry.metrics['mean_score']):<22} {top:.1f} (k={entry.max_k})"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=cache_dir() / "demo", help="demo folder (default: the cache)")
+    parser.add_argument("--fresh", action="store_true", help="delete earlier demo runs and start over")
+    parser.add_argument("--workers", type=int, default=2, help="environment worker processes of the server")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    if args.fresh and args.out.exists():
+        shutil.rmtree(args.out)
+    plan = PLANS["demo"]
+    envs = sorted({p.env for p in plan})
+    missing = {env: reason for env in envs if (reason := unavailable(env))}
+    for env, reason in missing.items():
+        print(f"demo: {env} is not available here and is left out ({reason})")
+    served = [env for env in envs if env not in missing]
+    if not served:
+        print("demo: no environment is available; run `make install`", file=sys.stderr)
+        return 1
+
+    from agentenvs.servers.launch import launch_server
+
+    print(f"demo: starting an environment server for {', '.join(served)}")
+    with launch_server(served, workers=args.workers, timeout=180) as server:
+        print(f"demo: server at {server.url} (pid {server.pid})")
+        results = run_plan(
+            plan, args.out / "runs", servers=[server.url], progress=not args.no_progress, skip=set(missing)
+        )
+    pages = build(args.out / "runs", args.out / "site")
+    wall = time.monotonic() - started
+    print()
+    print(summary_table(args.out / "runs"))
+    print()
+    print(f"demo: {len(results)} evaluations in {wall:.0f} s wall time")
+    print(f"demo: leaderboard markdown: {pages['markdown']}")
+    print(f"demo: open the leaderboard in a browser: {pages['html'].resolve().as_uri()}")
+    (args.out / "demo.json").write_text(
+        json.dumps({"wall_time_s": round(wall, 1), "results": [str(p) for p in results]}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
