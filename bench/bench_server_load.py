@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
+from bench_server_overhead import start_gunicorn
 from common import summarize, write_result  # bench/common.py: scripts run as `python bench/<script>.py`
 
 import agentenvs
@@ -146,6 +147,18 @@ class MemorySampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
+    def tree(self) -> list[psutil.Process]:
+        return [self.root, *self.root.children(recursive=True)]
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) used so far by the server and its workers."""
+        total = 0.0
+        for process in self.tree():
+            with contextlib.suppress(psutil.Error):
+                times = process.cpu_times()
+                total += times.user + times.system
+        return total
+
     def rss(self) -> int:
         total = 0
         for process in [self.root, *self.root.children(recursive=True)]:
@@ -167,8 +180,11 @@ def load_phase(url: str, pid: int, sessions: int, steps: int) -> dict[str, Any]:
     sampler = MemorySampler(pid)
     idle_rss = sampler.rss()
     load_before = os.getloadavg()
+    server_cpu, client_cpu = sampler.cpu_s(), time.process_time()
     result = asyncio.run(run_sessions(url, sessions, steps))
+    server_cpu, client_cpu = sampler.cpu_s() - server_cpu, time.process_time() - client_cpu
     peak = sampler.stop()
+    requests = len(result.step_latencies) + 3 * result.opened + result.refused_429
     latency = summarize(result.step_latencies) if result.step_latencies else {}
     return {
         "sessions_requested": sessions,
@@ -179,6 +195,8 @@ def load_phase(url: str, pid: int, sessions: int, steps: int) -> dict[str, Any]:
         "p50_ms": latency.get("median_ms"),
         "p99_ms": latency.get("p99_ms"),
         "errors": result.errors,
+        "server_cpu_ms_per_request": 1000 * server_cpu / requests if requests else None,
+        "client_cpu_ms_per_request": 1000 * client_cpu / requests if requests else None,
         "server_rss_mib_before": idle_rss / 2**20,
         "server_rss_mib_peak": peak / 2**20,
         "loadavg_before": load_before,
@@ -220,12 +238,41 @@ def think_phase(sessions: int, think_s: float, steps: int, keepalive_s: int) -> 
     }
 
 
+def compare_fronts(server: Any, sessions: int, steps: int, rounds: int = 2) -> dict[str, Any] | None:
+    """The same load through waitress and through gunicorn (one gthread worker), alternating."""
+    gunicorn = start_gunicorn()
+    if gunicorn is None:
+        return None
+    process, url = gunicorn
+    fronts = {"waitress": server.url, "gunicorn_gthread": url}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in fronts}
+    try:
+        for _ in range(rounds):
+            for name, front in fronts.items():
+                result = asyncio.run(run_sessions(front, sessions, steps))
+                latency = summarize(result.step_latencies)
+                runs[name].append(
+                    {
+                        "steps_per_s": len(result.step_latencies) / result.steps_wall_s,
+                        "p50_ms": latency["median_ms"],
+                        "p99_ms": latency["p99_ms"],
+                        "errors": result.errors,
+                        "loadavg": os.getloadavg(),
+                    }
+                )
+    finally:
+        process.terminate()
+        process.wait(20)
+    return {"sessions": sessions, "steps_per_session": steps, "runs": runs}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sessions", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--steps", type=int, default=20, help="steps per session")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-sessions", type=int, default=512)
+    parser.add_argument("--compare-gunicorn", type=int, default=256, help="sessions for the WSGI comparison (0: skip)")
     args = parser.parse_args()
     phases = []
     with launch_server(
@@ -235,6 +282,7 @@ def main() -> int:
             phase = load_phase(server.url, server.pid, sessions, args.steps)
             print(json.dumps(phase), flush=True)
             phases.append(phase)
+        comparison = compare_fronts(server, args.compare_gunicorn, args.steps) if args.compare_gunicorn else None
     think = think_phase(sessions=32, think_s=3.0, steps=3, keepalive_s=2)
     write_result(
         "server_load",
@@ -246,6 +294,7 @@ def main() -> int:
             "server": {"workers": args.workers, "max_sessions": args.max_sessions, "http": "waitress, 32 threads"},
             "load": phases,
             "think_time": think,
+            "wsgi_comparison": comparison,
             "targets": "256: zero errors, >= 1100 steps/s, p99 < 350 ms; 1024: only clean 429s",
             "note": "2 shared cores, ~7 engineers at once: a contended machine; the load generator shares the cores",
         },

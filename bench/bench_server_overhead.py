@@ -31,6 +31,7 @@ def free_port() -> int:
 
 
 def start_gunicorn() -> tuple[subprocess.Popen, str] | None:
+    """The same app and worker pool under gunicorn (one gthread worker), for the WSGI comparison."""
     gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
     if gunicorn is None:
         return None
@@ -56,7 +57,7 @@ def start_gunicorn() -> tuple[subprocess.Popen, str] | None:
         try:
             client.health()
             return process, url
-        except agentenvs.errors.AgentEnvsError:
+        except (agentenvs.errors.AgentEnvsError, OSError):
             time.sleep(0.1)
     process.kill()
     return None

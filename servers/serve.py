@@ -100,8 +100,13 @@ def raise_fd_limit(wanted: int) -> None:
 def serve(config: ServerConfig, http: HTTPConfig) -> int:
     """Start the workers and the HTTP server; return when SIGTERM or SIGINT stopped them (exit code 0)."""
     raise_fd_limit(http.connection_limit + 256)
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # a deep queue under load is expected, not news
     manager = SessionManager(config, Metrics())
-    manager.start()
+    try:
+        manager.start()
+    except BaseException:
+        manager.shutdown()
+        raise
     in_flight = InFlight(None)
     in_flight.app = create_app(
         manager, tokens=config.tokens, max_request_bytes=http.max_request_bytes, in_flight=in_flight

@@ -5,7 +5,7 @@ site that standardises on gunicorn can still use it, with exactly one gunicorn w
 live in that process; several workers would each hold different sessions and answer 404 for the others)::
 
     AGENTENVS_SERVE='{"envs": {"bandit": null}}' \\
-        gunicorn -w 1 -k gthread --threads 32 'agentenvs.servers.wsgi:app_from_environment()'
+        gunicorn -w 1 -k gthread --threads 32 --no-control-socket 'agentenvs.servers.wsgi:app_from_environment()'
 """
 
 from __future__ import annotations
