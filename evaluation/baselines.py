@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import agentenvs
 from agentenvs.errors import AgentEnvsError
 from agentenvs.evaluation.runner import EvalConfig, evaluate
 
@@ -36,6 +37,7 @@ class Planned:
     split: str | None = None
     max_turns: int | None = None
     sampling: dict[str, Any] = field(default_factory=dict)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 4
 
     def config(self, servers: Sequence[str] = ()) -> EvalConfig:
@@ -47,6 +49,7 @@ class Planned:
             limit=self.limit,
             max_turns=self.max_turns,
             sampling=dict(self.sampling),
+            env_kwargs=dict(self.env_kwargs),
             concurrency=self.concurrency,
             servers=tuple(servers),
         )
@@ -62,7 +65,7 @@ PLANS: dict[str, tuple[Planned, ...]] = {
         Planned("alfworld", "random", k=4, limit=None, split="valid_unseen"),
         Planned("alfworld", "expert", k=2, limit=None, split="valid_unseen"),
         Planned("alfworld", "smollm2", k=2, limit=3, split="valid_unseen", max_turns=15, sampling=SMOLLM2),
-        Planned("sciworld", "random", k=2, limit=None, max_turns=50),
+        Planned("sciworld", "random", k=2, limit=None, max_turns=50, env_kwargs={"admissible_actions": True}),
         Planned("sciworld", "expert", k=1, limit=None),
     ),
     "demo": (
@@ -78,8 +81,6 @@ PLANS: dict[str, tuple[Planned, ...]] = {
 
 def unavailable(env: str) -> str | None:
     """Why an environment cannot be evaluated here (its engine or panels missing), or None."""
-    import agentenvs
-
     try:
         agentenvs.describe(env)
     except (AgentEnvsError, ImportError, OSError) as exc:
@@ -107,7 +108,8 @@ def run_plan(
             print(f"-- {planned.env} {planned.policy}: not evaluated ({reason})")
             continue
         config = planned.config(servers)
-        folder = out / run_id(config, planned.split or "default", {"name": planned.policy})
+        split = planned.split or agentenvs.describe(planned.env)["default_split"]
+        folder = out / run_id(config, split, {"name": planned.policy})
         print(f"-- {planned.env} {planned.split or ''} {planned.policy} k={planned.k} limit={planned.limit}")
         path = evaluate(config, folder, progress=progress)
         print_summary(json.loads(path.read_text(encoding="utf-8")))

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentenvs.errors import AgentEnvsError
+from agentenvs.errors import AgentEnvsError, InvalidArgument
 
 EVAL_EPILOG = """\
 examples:
@@ -53,6 +53,13 @@ def _configure_eval(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--servers", help="comma-separated environment server URLs (default: run in-process)")
     parser.add_argument("--out", type=Path, help="run folder: episodes, settings and results go here (resumable)")
+    parser.add_argument(
+        "--env-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment constructor keyword, VALUE as JSON (e.g. admissible_actions=true); repeatable",
+    )
     parser.add_argument("--max-turns", type=int, help="turn limit per episode (default: the environment's)")
     parser.add_argument("--concurrency", type=int, default=4, help="episodes played at once (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="run seed: episode and sampling seeds derive from it")
@@ -116,11 +123,26 @@ def _run_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         time_limit_s=args.time_limit,
         sampling=sampling_options(args),
+        env_kwargs=env_kwargs(args.env_arg),
     )
     path = evaluate(config, args.out, progress=not args.no_progress, resamples=args.resamples)
     print_summary(json.loads(path.read_text(encoding="utf-8")))
     print(f"results: {path}")
     return 0
+
+
+def env_kwargs(pairs: list[str]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs with JSON values (a bare word stays a string)."""
+    kwargs: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidArgument(f"--env-arg {pair!r} is not KEY=VALUE, for example admissible_actions=true")
+        try:
+            kwargs[key] = json.loads(value)
+        except json.JSONDecodeError:
+            kwargs[key] = value
+    return kwargs
 
 
 def sampling_options(args: argparse.Namespace) -> dict[str, object]:

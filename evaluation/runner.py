@@ -41,7 +41,9 @@ class EvalConfig:
     seed: int = 0
     time_limit_s: float | None = None
     sampling: dict[str, Any] = field(default_factory=dict)
-    """Keywords of ``make_policy``: temperature, top_p, max_tokens, history, mode, tokenizer."""
+    """Keywords of ``make_policy``: temperature, top_p, max_tokens, stop, history, mode, tokenizer."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Constructor keywords of the environment (ScienceWorld's ``admissible_actions``, ...)."""
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -62,6 +64,7 @@ class EvalConfig:
             "max_turns": self.max_turns,
             "seed": self.seed,
             "sampling": dict(sorted(self.sampling.items())),
+            "env_kwargs": dict(sorted(self.env_kwargs.items())),
         }
 
 
@@ -129,6 +132,7 @@ def _play(config: EvalConfig, specs: list[Any], policy: Any, sink: Any, progress
         concurrency=config.concurrency,
         time_limit_s=config.time_limit_s,
         max_turns=config.max_turns,
+        env_kwargs=dict(config.env_kwargs),
         progress=progress,
     )
     run_rollouts(
@@ -185,6 +189,7 @@ def evaluate(config: EvalConfig, out: str | Path, *, progress: bool = True, resa
             "panel_hash": panels.panel_hash(config.env, split),
             "max_turns": max_turns,
             "split_size": description["splits"][split],
+            "kwargs": dict(config.env_kwargs),
         },
         policy=policy_info,
         sampling=sampling,

@@ -122,3 +122,20 @@ def test_cli_errors_name_the_fix(tmp_path):
     bad_k = run("eval", "--env", "bandit", "--k", "0", "--out", str(tmp_path / "y"))
     assert bad_k.returncode == 2 and "--k must be at least 1" in bad_k.stderr
     assert "resume" in run("eval", "--help").stdout
+
+
+@pytest.mark.slow
+def test_evaluating_through_a_real_server_gives_the_in_process_episodes(tmp_path):
+    from agentenvs.servers.launch import launch_server
+
+    local = EvalConfig(env="bandit", policy="random", k=2, limit=3, concurrency=2)
+    evaluate(local, tmp_path / "local", progress=False)
+    with launch_server(["bandit"], workers=1) as server:
+        remote = EvalConfig(env="bandit", policy="random", k=2, limit=3, concurrency=2, servers=(server.url,))
+        path = evaluate(remote, tmp_path / "remote", progress=False)
+        expert = EvalConfig(env="bandit", policy="expert", k=1, limit=2, servers=(server.url,))
+        expert_result = json.loads(evaluate(expert, tmp_path / "expert", progress=False).read_text())
+    assert json.loads(path.read_text())["protocol"]["servers"] == 1
+    by_id = {r["episode_id"]: comparable(r) for r in iter_records(tmp_path / "local" / "episodes.jsonl")}
+    assert sorted(by_id.values()) == sorted(comparable(r) for r in iter_records(tmp_path / "remote" / "episodes.jsonl"))
+    assert expert_result["metrics"]["success_rate"]["value"] == 1.0  # privileged sessions work over HTTP
