@@ -115,7 +115,7 @@ def columns(rows: list[Entry]) -> list[tuple[str, str, Any]]:
         return lambda e: (fmt_estimate(e.metrics[name], percent), e.metrics[name]["value"])
 
     def env_metric(name: str) -> Any:
-        return lambda e: (fmt_estimate(e.metrics["env_metrics"][name], False), e.metrics["env_metrics"][name]["value"])
+        return lambda e: (f"{e.metrics['env_metrics'][name]['value']:.3g}", e.metrics["env_metrics"][name]["value"])
 
     def top_pass(e: Entry) -> tuple[str, float]:
         value = e.metrics["pass_at_k"][str(e.max_k)]
@@ -140,7 +140,10 @@ def columns(rows: list[Entry]) -> list[tuple[str, str, Any]]:
 
 def render_markdown(entries: list[Entry]) -> str:
     """The leaderboard as markdown: one table per environment, intervals in brackets."""
-    intro = "Success and score in percent, seeded bootstrap 95% intervals over tasks."
+    intro = (
+        "Success and score in percent with seeded bootstrap 95% intervals over tasks; the environment's own "
+        "metrics (mean over tasks) follow; the results JSON holds every interval."
+    )
     lines = ["# agentenvs leaderboard", "", intro, ""]
     for env, rows in by_env(entries).items():
         first = rows[0].result["env"]

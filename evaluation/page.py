@@ -18,7 +18,8 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem;color:#222;max-width:1200px}
 table{border-collapse:collapse;margin:.5rem 0 1rem}
-th,td{border:1px solid #ccc;padding:.3rem .6rem;font-size:.9rem;text-align:right}
+th,td{border:1px solid #ccc;padding:.3rem .6rem;font-size:.9rem;text-align:right;white-space:nowrap}
+.scroll{overflow-x:auto}
 td:first-child,th:first-child,td:nth-child(2){text-align:left}
 th{background:#f3f3f3;cursor:pointer;user-select:none}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
@@ -89,8 +90,8 @@ def render_table(env: str, rows: list[Entry]) -> str:
             cells.append(f'<td data-value="{_e(value)}">{_e(text)}</td>')
         body.append(f'<tr data-row="{_e(row.row_id)}">{"".join(cells)}</tr>')
     return (
-        f'<table class="sortable" id="table-{slug(env)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f'<div class="scroll"><table class="sortable" id="table-{slug(env)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
     )
 
 
@@ -162,7 +163,7 @@ def render_heatmap(row: Entry, cell: int = 14) -> str:
     ks, turns, values = grid["k"], grid["T"], grid["values"]
     cell_w = max(4, min(cell, 560 // max(len(turns), 1)))
     left, top = 40, 8
-    width, height = max(left + cell_w * len(turns) + 10, 200), top + cell * len(ks) + 30
+    width, height = max(left + cell_w * len(turns) + 40, 200), top + cell * len(ks) + 30
     parts = [
         f'<svg class="heatmap" data-row="{_e(row.row_id)}" xmlns="http://www.w3.org/2000/svg" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
@@ -184,7 +185,7 @@ def render_heatmap(row: Entry, cell: int = 14) -> str:
                 f'font-size="9" text-anchor="middle">{turn}</text>'
             )
     parts.append(f'<text x="{left}" y="{height - 3}" font-size="10">turn budget T</text>')
-    scale_x = width - 70
+    scale_x = width - 95
     for step_index in range(11):
         parts.append(
             f'<rect x="{scale_x + step_index * 5}" y="{height - 11}" width="5" height="8" '
