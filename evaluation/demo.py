@@ -40,12 +40,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=cache_dir() / "demo", help="demo folder (default: the cache)")
     parser.add_argument("--fresh", action="store_true", help="delete earlier demo runs and start over")
     parser.add_argument("--workers", type=int, default=2, help="environment worker processes of the server")
+    parser.add_argument("--envs", help="comma-separated environments to include (default: every available one)")
+    parser.add_argument("--policies", help="comma-separated policies to include (default: smollm2,random,expert)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     started = time.monotonic()
     if args.fresh and args.out.exists():
         shutil.rmtree(args.out)
-    plan = PLANS["demo"]
+    plan = [
+        p
+        for p in PLANS["demo"]
+        if (not args.envs or p.env in args.envs.split(","))
+        and (not args.policies or p.policy in args.policies.split(","))
+    ]
     envs = sorted({p.env for p in plan})
     missing = {env: reason for env in envs if (reason := unavailable(env))}
     for env, reason in missing.items():
