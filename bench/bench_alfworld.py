@@ -130,24 +130,35 @@ def random_baseline(games_per_type: int, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def expert(splits: list[str]) -> dict[str, Any]:
+def _replay_walkthroughs(job: tuple[str, list[str]]) -> list[str]:
+    """Play each task's stored walkthrough in one environment; the ids of the games it did not solve."""
+    split, task_ids = job
     env = agentenvs.make("alfworld")
-    result = {}
-    for split in splits:
-        tasks = panels.load_panel("alfworld", split)
-        solved, started = 0, time.perf_counter()
-        failed = []
-        for task in tasks:
-            env.reset(seed=0, options={"task_id": task["task_id"], "split": split})
-            for action in task["walkthrough"]:
-                _, _, terminated, _, info = env.step(action)
-            if terminated and info["success"]:
-                solved += 1
-            else:
-                failed.append(task["task_id"])
-        result[split] = {"games": len(tasks), "solved": solved, "success": solved / len(tasks), "failed": failed[:10],
-                         "seconds": time.perf_counter() - started}  # fmt: skip
+    by_id = {t["task_id"]: t for t in panels.load_panel("alfworld", split)}
+    failed = []
+    for task_id in task_ids:
+        env.reset(seed=0, options={"task_id": task_id, "split": split})
+        for action in by_id[task_id]["walkthrough"]:
+            _, _, terminated, _, info = env.step(action)
+        if not (terminated and info["success"]):
+            failed.append(task_id)
     env.close()
+    return failed
+
+
+def expert(splits: list[str], processes: int = 2) -> dict[str, Any]:
+    """The expert walkthrough on every game of every panel, over ``processes`` worker processes."""
+    import multiprocessing
+
+    result = {}
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        for split in splits:
+            ids = [t["task_id"] for t in panels.load_panel("alfworld", split)]
+            started = time.perf_counter()
+            chunks = [(split, ids[i :: processes * 4]) for i in range(processes * 4)]
+            failed = [task_id for part in pool.map(_replay_walkthroughs, chunks) for task_id in part]
+            result[split] = {"games": len(ids), "solved": len(ids) - len(failed), "success": 1 - len(failed) / len(ids),
+                             "failed": failed[:10], "seconds": time.perf_counter() - started}  # fmt: skip
     return result
 
 

@@ -20,8 +20,10 @@ from agentenvs.core import TextEnv, Transition
 from agentenvs.envs.alfworld.engine import AlfredEngine, cache_dir, user_data_dir
 from agentenvs.envs.alfworld.milestones import MilestoneTracker
 from agentenvs.envs.alfworld.official import official_splits, official_tasks, split_root
-from agentenvs.errors import InvalidArgument, PanelIntegrityError
+from agentenvs.errors import InvalidArgument, PanelIntegrityError, UnknownSplit
 from agentenvs.info import text_hash
+from agentenvs.tasks.alfworld.generate import GENERATOR_VERSION
+from agentenvs.tasks.alfworld.problem import TASK_TYPES, build_game, game_sha256, traj_data
 
 NOTHING_HAPPENS = "Nothing happens."
 VERL_AGENT_REWARD_SCALE = 10.0
@@ -104,8 +106,6 @@ class ALFWorldEnv(TextEnv):
         return super().splits() if self.data_root is None else official_splits(self.data_root)
 
     def _check_split(self, split: str) -> None:
-        from agentenvs.errors import UnknownSplit
-
         if split not in self.splits():
             raise UnknownSplit(
                 f"{self.name} ({self.source}) has no split {split!r}; its splits are {sorted(self.splits())}"
@@ -184,8 +184,7 @@ class ALFWorldEnv(TextEnv):
             "source": self.source,
             "data_dir": str(self.data_root) if self.data_root else None,
             "reward_scale": self.reward_scale,
-            "task_types": ["pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
-                           "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place"],
+            "task_types": list(TASK_TYPES),
             "engine": "alfworld 0.4.2 on textworld 1.7.0 (PDDL backend, fast-downward planner expert)",
         }  # fmt: skip
 
@@ -197,16 +196,12 @@ class ALFWorldEnv(TextEnv):
 
 
 def games_dir() -> Path:
-    from agentenvs.tasks.alfworld.generate import GENERATOR_VERSION
-
     return cache_dir() / "games" / f"v{GENERATOR_VERSION}"
 
 
 def materialise(task: dict[str, Any]) -> Path:
     """Rebuild a panel row's ``game.tw-pddl`` (and ``traj_data.json``) in the cache, once; the
     rebuilt file must have the sha256 the row records."""
-    from agentenvs.tasks.alfworld.problem import build_game, game_sha256, traj_data
-
     folder = games_dir() / task["game_sha256"][:24]
     path = folder / "game.tw-pddl"
     if path.is_file():

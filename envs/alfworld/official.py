@@ -14,16 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.errors import InvalidArgument
+from agentenvs.tasks.alfworld.problem import TASK_TYPES
 
 OFFICIAL_SPLITS = ("train", "valid_seen", "valid_unseen")
-SUPPORTED_TASK_TYPES = (
-    "pick_and_place_simple",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_two_obj_and_place",
-)
 
 
 def split_root(data_dir: str | Path) -> Path:
@@ -54,7 +47,7 @@ def official_tasks(root: str, split: str) -> tuple[dict[str, Any], ...]:
         if "movable" in trial.parent.name or "Sliced" in trial.parent.name or not game_path.is_file():
             continue
         traj = json.loads(traj_path.read_text(encoding="utf-8"))
-        if traj.get("task_type") not in SUPPORTED_TASK_TYPES:
+        if traj.get("task_type") not in TASK_TYPES:
             continue
         if not json.loads(game_path.read_text(encoding="utf-8")).get("solvable", False):
             continue
