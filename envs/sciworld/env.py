@@ -66,13 +66,19 @@ def parse_simplifications(value: str | list[str] | tuple[str, ...]) -> tuple[str
     return tuple(dict.fromkeys(chosen))
 
 
+def task_turn_limit(task: dict[str, Any]) -> int:
+    """At least ``default_max_turns``, and twice the task's gold path (rows without one get the floor)."""
+    return max(ScienceWorldEnv.default_max_turns, 2 * task.get("gold_length", 0))
+
+
 class ScienceWorldEnv(TextEnv):
     """One ScienceWorld episode at a time, on a JVM of its own that is reused across resets."""
 
     name: ClassVar[str] = "sciworld"
     version: ClassVar[str] = "1"
     default_max_turns: ClassVar[int] = 200
-    """Above the longest gold path in the panels (see the manifest's ``max_gold_length``)."""
+    """The least turn limit of a task; a task whose gold path is longer than half of it gets twice
+    its gold path (one test task's gold path has 760 steps). ``max_turns=`` overrides both."""
     reward_range_: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     action_format: ClassVar[str] = (
         "one ScienceWorld command inside <action>...</action>, e.g. <action>go to kitchen</action>"
@@ -103,6 +109,7 @@ class ScienceWorldEnv(TextEnv):
         deterministic: bool = True,
     ):
         super().__init__(max_turns=max_turns, privileged=privileged, render_mode=render_mode)
+        self._fixed_max_turns = max_turns is not None
         if reward not in REWARD_MODES:
             raise InvalidArgument(f"reward must be one of {REWARD_MODES}, got {reward!r}")
         if isinstance(heap_mb, bool) or not isinstance(heap_mb, int) or heap_mb < 128:
@@ -124,6 +131,8 @@ class ScienceWorldEnv(TextEnv):
     def _reset(self, task: dict[str, Any], rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
         """Load a fresh world of the task's variation (the engine has no randomness beyond it)."""
         self.jvm.start()
+        if not self._fixed_max_turns:
+            self.max_turns = task_turn_limit(task)
         name = task["task_name"]
         simplified = simplification_string(name, self.simplifications)
         plan_now = self.privileged and "gold" not in task
