@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
-from bench_server_overhead import start_gunicorn
+from bench_server_overhead import start_waitress
 from common import summarize, write_result  # bench/common.py: scripts run as `python bench/<script>.py`
 
 import agentenvs
@@ -239,12 +239,12 @@ def think_phase(sessions: int, think_s: float, steps: int, keepalive_s: int) -> 
 
 
 def compare_fronts(server: Any, sessions: int, steps: int, rounds: int = 2) -> dict[str, Any] | None:
-    """The same load through waitress and through gunicorn (one gthread worker), alternating."""
-    gunicorn = start_gunicorn()
-    if gunicorn is None:
+    """The same load through gunicorn (``agentenvs serve``) and through waitress, alternating."""
+    waitress = start_waitress()
+    if waitress is None:
         return None
-    process, url = gunicorn
-    fronts = {"waitress": server.url, "gunicorn_gthread": url}
+    process, url = waitress
+    fronts = {"gunicorn_gthread": server.url, "waitress": url}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in fronts}
     try:
         for _ in range(rounds):
@@ -272,7 +272,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20, help="steps per session")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-sessions", type=int, default=512)
-    parser.add_argument("--compare-gunicorn", type=int, default=256, help="sessions for the WSGI comparison (0: skip)")
+    parser.add_argument("--compare-waitress", type=int, default=256, help="sessions for the WSGI comparison (0: skip)")
     args = parser.parse_args()
     phases = []
     with launch_server(
@@ -282,7 +282,7 @@ def main() -> int:
             phase = load_phase(server.url, server.pid, sessions, args.steps)
             print(json.dumps(phase), flush=True)
             phases.append(phase)
-        comparison = compare_fronts(server, args.compare_gunicorn, args.steps) if args.compare_gunicorn else None
+        comparison = compare_fronts(server, args.compare_waitress, args.steps) if args.compare_waitress else None
     think = think_phase(sessions=32, think_s=3.0, steps=3, keepalive_s=2)
     write_result(
         "server_load",
@@ -291,7 +291,11 @@ def main() -> int:
             + " ".join(
                 ["--sessions", *map(str, args.sessions), "--steps", str(args.steps), "--workers", str(args.workers)]
             ),
-            "server": {"workers": args.workers, "max_sessions": args.max_sessions, "http": "waitress, 32 threads"},
+            "server": {
+                "workers": args.workers,
+                "max_sessions": args.max_sessions,
+                "http": "gunicorn gthread, 32 threads",
+            },
             "load": phases,
             "think_time": think,
             "wsgi_comparison": comparison,

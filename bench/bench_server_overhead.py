@@ -1,7 +1,8 @@
 """What serving adds to one bandit step: remote (RemoteEnv over loopback HTTP) vs in-process, side by side.
 
-The in-process env, the waitress server (``agentenvs serve``) and, for the WSGI choice, the same app under
-gunicorn (one gthread worker) are stepped in turns within one run, so machine load hits all alike. Also
+The in-process env, ``agentenvs serve`` (gunicorn, one gthread worker) and, for the WSGI choice, the same
+app under waitress (``waitress-serve``, one process, 32 threads) are stepped in turns within one run, so
+machine load hits all alike. Also
 timed: a bare ``GET /healthz`` (the HTTP floor of each front) and a step through raw ``requests`` (the
 client library's share).
 """
@@ -30,27 +31,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_gunicorn() -> tuple[subprocess.Popen, str] | None:
-    """The same app and worker pool under gunicorn (one gthread worker), for the WSGI comparison."""
-    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
-    if gunicorn is None:
+def start_waitress() -> tuple[subprocess.Popen, str] | None:
+    """The same app and worker pool under waitress (one process, 32 threads), for the WSGI comparison."""
+    waitress = shutil.which("waitress-serve", path=str(Path(sys.executable).parent))
+    if waitress is None:
         return None
     port = free_port()
     env = {**os.environ, "AGENTENVS_SERVE": json.dumps({"envs": {"bandit": None}, "workers": 2})}
-    command = [
-        gunicorn,
-        "-w",
-        "1",
-        "-k",
-        "gthread",
-        "--threads",
-        "32",
-        "-b",
-        f"127.0.0.1:{port}",
-        "--log-level",
-        "warning",
-    ]
-    process = subprocess.Popen([*command, "agentenvs.servers.wsgi:app_from_environment()"], env=env)
+    command = [waitress, "--host", "127.0.0.1", "--port", str(port), "--threads", "32", "--asyncore-use-poll"]
+    command += ["--connection-limit", "4096", "--channel-timeout", "120", "--backlog", "4096"]
+    process = subprocess.Popen([*command, "--call", "agentenvs.servers.wsgi:app_from_environment"], env=env)
     url = f"http://127.0.0.1:{port}"
     client = agentenvs.connect(url, retries=0)
     for _ in range(600):
@@ -82,19 +72,19 @@ class Stepper:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=2000, help="timed steps per contender")
-    parser.add_argument("--no-gunicorn", action="store_true")
+    parser.add_argument("--no-waitress", action="store_true", help="skip the waitress contender")
     args = parser.parse_args()
     load_before = os.getloadavg()
     server = launch_server(["bandit"], workers=2)
-    gunicorn = None if args.no_gunicorn else start_gunicorn()
+    waitress = None if args.no_waitress else start_waitress()
     try:
         client = agentenvs.connect(server.url)
-        steppers = [Stepper(agentenvs.make("bandit"), "in_process"), Stepper(client.make("bandit"), "waitress")]
-        floors = {"waitress": (client, [])}
-        if gunicorn is not None:
-            other = agentenvs.connect(gunicorn[1])
-            steppers.append(Stepper(other.make("bandit"), "gunicorn_gthread"))
-            floors["gunicorn_gthread"] = (other, [])
+        steppers = [Stepper(agentenvs.make("bandit"), "in_process"), Stepper(client.make("bandit"), "gunicorn_gthread")]
+        floors = {"gunicorn_gthread": (client, [])}
+        if waitress is not None:
+            other = agentenvs.connect(waitress[1])
+            steppers.append(Stepper(other.make("bandit"), "waitress"))
+            floors["waitress"] = (other, [])
         raw = client._http
         raw_session = client.make("bandit")
         raw_session.reset(seed=0)
@@ -131,8 +121,8 @@ def main() -> int:
                 name: s["p99_ms"] - stats["in_process"]["p99_ms"] for name, s in stats.items() if name != "in_process"
             },
             "healthz": {name: summarize(times) for name, (_, times) in floors.items()},
-            "raw_requests_step_waitress": summarize(raw_times),
-            "target": "added median < 2 ms per step (waitress)",
+            "raw_requests_step_gunicorn": summarize(raw_times),
+            "target": "added median < 2 ms per step (agentenvs serve: gunicorn gthread)",
             "loadavg_before": load_before,
             "loadavg_after": os.getloadavg(),
             "note": "2 shared cores, ~7 engineers working at once: a contended machine",
@@ -140,9 +130,9 @@ def main() -> int:
         write_result("server_overhead", result)
     finally:
         server.stop()
-        if gunicorn is not None:
-            gunicorn[0].terminate()
-            gunicorn[0].wait(20)
+        if waitress is not None:
+            waitress[0].terminate()
+            waitress[0].wait(20)
     return 0
 
 

@@ -10,7 +10,7 @@ from agentenvs.errors import AgentEnvsError, InvalidArgument
 
 DESCRIPTION = """\
 Serve registered environments over HTTP (wire protocol v1). Environment instances run in worker
-processes; the HTTP front is waitress (one process, many threads). Examples:
+processes; the HTTP front is gunicorn (one gthread process, many threads). Examples:
   agentenvs serve --env bandit
   agentenvs serve --env bandit --env sciworld --workers 4 --port 9000 --token "$AGENTENVS_TOKEN"
   agentenvs serve --env mine=mypackage.envs:MyEnv      (register and serve your own TextEnv class)
@@ -87,6 +87,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import agentenvs
     from agentenvs.servers.serve import HTTPConfig, serve
     from agentenvs.servers.sessions import ServerConfig
 
@@ -97,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if any(not t.strip() or not t.isascii() for t in tokens):
             raise InvalidArgument("a --token must be non-empty printable ASCII")
+        for name, entry_point in envs.items():
+            if entry_point is None:
+                agentenvs.spec(name)
         config = ServerConfig(
             envs=envs,
             workers=args.workers,

@@ -213,13 +213,15 @@ class SessionManager:
             session.busy = False
             session.last_used = time.monotonic()
 
-    def _close(self, session: Session, message: str, reason: str) -> None:
+    def _close(self, session: Session, message: str, reason: str, *, reported: bool = False) -> None:
+        """Close ``session``; ``reported``: this request tells the client, so later ones just get 404."""
         with self._lock:
-            if self._sessions.pop(session.id, None) is None:
-                return
-            self._bury(session, message)
-        self._release_worker_slot(session)
-        self.metrics.inc("agentenvs_sessions_closed_total", (("reason", reason),))
+            open_ = self._sessions.pop(session.id, None) is not None
+            if open_ or reported:
+                self._bury(session, message)
+        if open_:
+            self._release_worker_slot(session)
+            self.metrics.inc("agentenvs_sessions_closed_total", (("reason", reason),))
 
     def _timed_out(self, session: Session, op: str, timeout: float) -> StepTimeout:
         message = f"the {op} ran past the server's limit of {timeout:g} s; session {session.id} is closed"
@@ -234,7 +236,7 @@ class SessionManager:
         except FutureTimeout:
             raise self._timed_out(session, op, timeout) from None
         except EnvFailed as exc:
-            self._close(session, f"session {session.id} is closed: {exc}", "worker_died")
+            self._close(session, f"session {session.id} is closed: {exc}", "worker_died", reported=True)
             raise EnvFailed(str(exc)) from None
         finally:
             self.metrics.observe("agentenvs_env_call_duration_seconds", time.perf_counter() - started, (("op", op),))

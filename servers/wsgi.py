@@ -1,11 +1,12 @@
-"""A WSGI entry point for running the server under another WSGI server (gunicorn), configured by environment.
+"""A WSGI entry point for running the app under another WSGI server, configured by environment.
 
-``agentenvs serve`` (waitress) is the supported way. This exists so the choice can be measured and so a
-site that standardises on gunicorn can still use it, with exactly one gunicorn worker process (sessions
-live in that process; several workers would each hold different sessions and answer 404 for the others)::
+``agentenvs serve`` (gunicorn, one gthread worker) is the supported way. This exists so the choice can
+be measured against waitress and so a site that standardises on another server can still use it, with
+exactly one process (sessions live in that process; several processes would each hold different
+sessions and answer 404 for the others)::
 
-    AGENTENVS_SERVE='{"envs": {"bandit": null}}' \\
-        gunicorn -w 1 -k gthread --threads 32 --no-control-socket 'agentenvs.servers.wsgi:app_from_environment()'
+    AGENTENVS_SERVE='{"envs": {"bandit": null}}' waitress-serve --threads 32 --asyncore-use-poll \\
+        --call agentenvs.servers.wsgi:app_from_environment
 """
 
 from __future__ import annotations

@@ -34,15 +34,15 @@ def test_a_bad_env_spec_is_refused_by_the_parser() -> None:
     assert answer.returncode == 2 and "NAME=package.module:Class" in answer.stderr
 
 
-def test_the_app_runs_under_gunicorn_with_one_worker() -> None:
-    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
-    assert gunicorn, "gunicorn is part of the dev set-up"
+def test_the_wsgi_entry_point_runs_under_waitress() -> None:
+    waitress = shutil.which("waitress-serve", path=str(Path(sys.executable).parent))
+    assert waitress, "waitress is part of the server set-up"
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "AGENTENVS_SERVE": json.dumps({"envs": {"bandit": None}, "workers": 1})}
-    command = [gunicorn, "-w", "1", "-k", "gthread", "--threads", "4", "-b", f"127.0.0.1:{port}", "--no-control-socket"]
-    process = subprocess.Popen([*command, "agentenvs.servers.wsgi:app_from_environment()"], env=env)
+    command = [waitress, "--host", "127.0.0.1", "--port", str(port), "--threads", "4"]
+    process = subprocess.Popen([*command, "--call", "agentenvs.servers.wsgi:app_from_environment"], env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(600):
@@ -58,3 +58,20 @@ def test_the_app_runs_under_gunicorn_with_one_worker() -> None:
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_gunicorn_transport_errors_are_json() -> None:
+    from conftest import start
+
+    server = start(workers=1)
+    try:
+        host, port = server.url.rsplit("//", 1)[1].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as raw:
+            raw.sendall(b"NOT A REQUEST LINE\r\n\r\n")
+            answer = raw.recv(65536).decode()
+        head, _, body = answer.partition("\r\n\r\n")
+        assert head.startswith("HTTP/1.1 400") and "application/json" in head
+        assert json.loads(body)["error"]["code"] == "malformed_request"
+        assert requests.get(server.url + "/healthz", timeout=10).status_code == 200
+    finally:
+        server.stop()
