@@ -235,6 +235,8 @@ def test_caches_and_scratch_stay_out_of_home(tmp_path):
     home.mkdir()
     script = textwrap.dedent(
         """
+        from agentenvs.tasks.alfworld.sampler import split_rules
+        split_rules()  # the generator's first touch of the alfworld package
         import agentenvs
         env = agentenvs.make("alfworld", privileged=True)
         observation, info = env.reset(seed=3, options={"split": "valid_unseen"})
