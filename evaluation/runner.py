@@ -170,11 +170,10 @@ def evaluate(config: EvalConfig, out: str | Path, *, progress: bool = True, resa
     ]
     if done:
         print(f"resuming {folder}: {len(done)} of {len(wanted)} episodes already finished")
-    with make_policy(config.policy, seed=config.seed, **config.sampling) as policy:
-        policy_info, sampling = policy.describe(), policy.sampling
-        if todo:
-            with DurableAppender(episodes) as store:
-                _play(config, todo, policy, store.append, progress)
+    if todo:
+        policy = make_policy(config.policy, seed=config.seed, **config.sampling)
+        with policy, DurableAppender(episodes) as store:
+            _play(config, todo, policy, store.append, progress)
     records = _records_for(finished(episodes), wanted)
     elapsed = float(state.get("elapsed_s", 0.0)) + time.monotonic() - started
     state.update(elapsed_s=round(elapsed, 2), sessions=int(state.get("sessions", 0)) + 1)
@@ -191,8 +190,8 @@ def evaluate(config: EvalConfig, out: str | Path, *, progress: bool = True, resa
             "split_size": description["splits"][split],
             "kwargs": dict(config.env_kwargs),
         },
-        policy=policy_info,
-        sampling=sampling,
+        policy=records[0].get("policy") or {"name": config.policy},
+        sampling=records[0].get("sampling") or {},
         protocol={
             "k": config.k,
             "limit": config.limit,
@@ -207,7 +206,7 @@ def evaluate(config: EvalConfig, out: str | Path, *, progress: bool = True, resa
         episodes_file=episodes,
         wall_time_s=elapsed,
     )
-    result["run_id"] = run_id(config, split, policy_info)
+    result["run_id"] = run_id(config, split, result["policy"])
     return write_results(result, folder / RESULTS)
 
 

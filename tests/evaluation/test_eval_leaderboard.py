@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -157,3 +158,26 @@ def test_page_renders_rows_curves_and_heatmaps_in_headless_chromium(site, tmp_pa
     assert dark_blue.sum() > 500, "no heatmap cells of a high value were painted"
     red_line = (pixels[..., 0] > 0.7) & (pixels[..., 1] < 0.3) & (pixels[..., 2] < 0.3)
     assert red_line.sum() > 50, "the second curve (red) was not painted"
+
+
+def test_the_committed_leaderboard_is_valid_and_builds_from_the_cli(tmp_path):
+    from agentenvs.evaluation.leaderboard import committed_dir
+
+    entries = load_results(committed_dir())
+    assert {e.env for e in entries} >= {"bandit"}
+    for entry in entries:
+        assert entry.result["schema"] == "agentenvs.results/1"
+        assert entry.path.stem == entry.row_id, "a committed results file is named after its run_id"
+        assert len(entry.result["env"]["panel_hash"]) == 64
+        for name in ("success_rate", "mean_score"):
+            low, high = entry.metrics[name]["ci95"]
+            assert low <= entry.metrics[name]["value"] <= high
+    answer = subprocess.run(
+        [sys.executable, "-m", "agentenvs.cli", "leaderboard", "build", "--out", str(tmp_path / "site")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert (tmp_path / "site" / "index.html").as_uri() in answer.stdout
+    assert "bandit" in (tmp_path / "site" / "leaderboard.md").read_text()
