@@ -221,8 +221,11 @@ class RemoteEnv(gym.Env[str, str]):
         return answer["observation"], answer["info"]
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if isinstance(action, (bytes, bytearray)):
-            raise InvalidActionType(f"the action must be a str, got {type(action).__name__}")
+        if not isinstance(action, str):
+            try:  # JSON values go to the server, which answers 422 invalid_action_type like TextEnv
+                protocol.dumps(action)
+            except (TypeError, ValueError):
+                raise InvalidActionType(f"the action must be a str, got {type(action).__name__}") from None
         with self._lock:
             body = {"action": action, "turn": self._turn}
             answer = self.client.request("POST", self.path + "/step", body, busy_wait_s=30.0)

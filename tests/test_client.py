@@ -69,6 +69,9 @@ def test_error_answers_become_the_agentenvs_exceptions(client: agentenvs.Client,
     with pytest.raises(errors.ResetNeeded):
         env.step("inc")
     env.reset(seed=0)
+    for bad in (b"inc", object(), 3, None):
+        with pytest.raises(errors.InvalidActionType):
+            env.step(bad)
     with pytest.raises(errors.EnvFailed):
         env.step("fail")
     with pytest.raises(protocol.UnknownSession):
