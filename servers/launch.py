@@ -72,9 +72,13 @@ def launch_server(
 ) -> ServerProcess:
     """Start ``agentenvs serve --env ... --port 0`` on 127.0.0.1 and return once it is healthy.
 
-    ``envs`` items are ``NAME`` or ``NAME=module:Class``; ``extra_args`` go to the command line as they are.
+    Its port file and log live in a scratch folder under ``$XDG_CACHE_HOME/agentenvs/serve/``, removed by
+    :meth:`ServerProcess.stop`. ``envs`` items are ``NAME`` or ``NAME=module:Class``; ``extra_args`` go to
+    the command line as they are.
     """
-    workdir = tempfile.TemporaryDirectory(prefix="agentenvs-serve-")
+    scratch = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentenvs" / "serve"
+    scratch.mkdir(parents=True, exist_ok=True)
+    workdir = tempfile.TemporaryDirectory(prefix="run-", dir=scratch)
     port_file = Path(workdir.name) / "port.json"
     log_path = Path(workdir.name) / "server.log"
     command = [sys.executable, "-m", "agentenvs.cli", "serve", "--host", "127.0.0.1", "--port", "0"]
