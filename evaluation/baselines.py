@@ -21,9 +21,9 @@ import agentenvs
 from agentenvs.errors import AgentEnvsError
 from agentenvs.evaluation.runner import EvalConfig, evaluate
 
-SMOLLM2 = {"temperature": 0.7, "max_tokens": 24, "stop": ["</action>"], "history": "last:2"}
-"""SmolLM2-135M zero-shot: short answers that stop at the action and a window of two turns keep a CPU
-run to minutes."""
+SMOLLM2 = {"temperature": 0.7, "max_tokens": 24, "stop": ["</action>"], "history": "last:0"}
+"""SmolLM2-135M zero-shot: short answers that stop at the action, and a prompt of the task and the
+current observation only (bandit and ALFWorld observations carry the state), keep a CPU run to minutes."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ PLANS: dict[str, tuple[Planned, ...]] = {
     "leaderboard": (
         Planned("bandit", "random", k=4, limit=None),
         Planned("bandit", "expert", k=4, limit=None),
-        Planned("bandit", "smollm2", k=2, limit=2, sampling=SMOLLM2),
+        Planned("bandit", "smollm2", k=2, limit=1, sampling=SMOLLM2),
         Planned("alfworld", "random", k=4, limit=30, split="valid_seen"),
         Planned("alfworld", "expert", k=1, limit=30, split="valid_seen"),
         Planned("alfworld", "random", k=4, limit=30, split="valid_unseen"),
