@@ -18,6 +18,7 @@ HELP = {
     "agentenvs_sessions_opened_total": ("counter", "sessions opened, by environment"),
     "agentenvs_sessions_closed_total": ("counter", "sessions closed, by reason"),
     "agentenvs_worker_restarts_total": ("counter", "worker processes that died and were replaced"),
+    "agentenvs_workers_killed_total": ("counter", "wedged worker processes killed after a missed ping"),
     "agentenvs_sessions_active": ("gauge", "open sessions, by environment"),
     "agentenvs_workers_alive": ("gauge", "worker processes alive"),
     "agentenvs_requests_in_flight": ("gauge", "HTTP requests being served now"),

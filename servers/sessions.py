@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import threading
@@ -42,6 +43,10 @@ UNSAFE_KWARG = re.compile(r"path|dir|file|root|cmd|command|exec|shell|url|host|p
 configured by whoever runs the server, so nothing from a request reaches a path or a shell."""
 RESERVED_KWARGS = frozenset({"privileged", "render_mode"})
 TOMBSTONES = 20000
+PROBE_TIMEOUT_S = 5.0
+"""How long a worker with a free thread may take to answer a ping after one of its calls timed out."""
+
+log = logging.getLogger("agentenvs.servers")
 
 
 @dataclass
@@ -155,6 +160,21 @@ class SessionManager:
         with self._lock:
             self._workers[worker.index] = replacement
 
+    def _probe(self, worker: WorkerHandle) -> None:
+        """After a timeout: a worker with a free thread that cannot answer a ping is wedged (an engine holding
+        the GIL in C code); kill it, so its sessions fail and a fresh worker takes new ones instead of it
+        swallowing every session pinned to it."""
+        if worker.in_flight >= self.config.worker_threads:
+            return
+        try:
+            worker.call("ping", None).result(PROBE_TIMEOUT_S)
+        except FutureTimeout:
+            log.warning("worker pid %s did not answer a ping within %s s; killing it", worker.pid, PROBE_TIMEOUT_S)
+            self.metrics.inc("agentenvs_workers_killed_total")
+            worker.process.kill()
+        except EnvFailed:
+            pass
+
     def _reap_loop(self) -> None:
         interval = max(0.05, min(self.config.lease_ttl_s / 4, 5.0))
         while not self._stopping.wait(interval):
@@ -226,6 +246,7 @@ class SessionManager:
     def _timed_out(self, session: Session, op: str, timeout: float) -> StepTimeout:
         message = f"the {op} ran past the server's limit of {timeout:g} s; session {session.id} is closed"
         self._close(session, message, "timeout")
+        threading.Thread(target=self._probe, args=(session.worker,), name="probe", daemon=True).start()
         return StepTimeout(message + ": open a new one (the server's --step-timeout sets the limit)")
 
     def _wait(self, session: Session, future: Future, op: str, timeout: float) -> Any:

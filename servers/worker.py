@@ -191,6 +191,12 @@ class WorkerHandle:
     def pid(self) -> int | None:
         return self.process.pid
 
+    @property
+    def in_flight(self) -> int:
+        """Calls sent to this worker and not yet answered."""
+        with self._lock:
+            return len(self._pending)
+
     def call(self, op: str, session_id: str | None, args: tuple = ()) -> Future:
         future: Future = Future()
         with self._lock:

@@ -2,12 +2,14 @@
 
 Served with ``--env counter=remote_envs_for_tests:CounterEnv`` and this folder on ``PYTHONPATH``.
 Actions: ``inc`` (+1 reward), ``sleep <seconds>`` (a slow engine), ``fail`` (the engine raises),
-``crash`` (the worker process dies), ``finish`` (the task is solved); anything else is invalid.
+``crash`` (the worker process dies), ``wedge`` (the engine holds the GIL and never returns),
+``finish`` (the task is solved); anything else is invalid.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -51,6 +53,8 @@ class CounterEnv(TextEnv):
             raise RuntimeError("the engine broke")
         if action == "crash":
             os._exit(3)
+        if action == "wedge":  # catastrophic backtracking: the regex engine holds the GIL for hours
+            re.match(r"(a+)+$", "a" * 64 + "b")
         if action == "finish":
             return Transition("done", 1.0, terminated=True, info={"action_valid": True, "success": True, "score": 1.0})
         return Transition("unknown action; try inc", info={"action_valid": False})

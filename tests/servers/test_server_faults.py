@@ -97,6 +97,31 @@ def test_a_step_past_the_limit_is_504_and_the_server_keeps_serving(faulty: Serve
     assert api.step(slow, "inc", 0).status_code == 404, "a timed-out session is closed"
 
 
+def test_a_wedged_worker_is_killed_and_replaced(faulty: ServerProcess) -> None:
+    api = Api(faulty.url)
+    by_pid = _sessions_by_worker(api, 6)
+    victim = max(by_pid, key=lambda pid: len(by_pid[pid]))
+    wedged, neighbour = by_pid[victim][:2]
+    answer = api.step(wedged, "wedge", 0)
+    assert answer.status_code == 504 and error_of(answer)["code"] == "step_timeout"
+    for _ in range(400):
+        if victim not in _live_worker_pids(faulty):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the wedged worker was not killed")
+    _wait_for_workers(api, 2)
+    failed = api.step(neighbour, "inc", 0)
+    assert failed.status_code == 500 and "died" in error_of(failed)["message"]
+    fresh = api.open()
+    api.reset(fresh)
+    assert api.step(fresh, "inc", 0).status_code == 200
+
+
+def _live_worker_pids(server: ServerProcess) -> set[int]:
+    return {p.pid for p in psutil.Process(server.pid).children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+
+
 def test_lease_expiry_and_the_session_cap() -> None:
     tight = start(workers=1, args=("--lease-ttl", "1", "--max-sessions", "2"))
     try:
