@@ -30,7 +30,7 @@ from agentenvs.envs.sciworld.engine import load_world
 from agentenvs.envs.sciworld.jvm import is_sciworld_jvm, java_options
 from bench.common import summarize, write_result
 
-TASKS = ("find-animal", "boil", "chemistry-mix", "inclined-plane-determine-angle")
+TASKS = ("find-animal", "chemistry-mix", "test-conductivity", "power-component")
 
 
 def bench_tasks(per_type: int) -> list[dict[str, Any]]:
