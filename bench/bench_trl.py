@@ -56,7 +56,7 @@ def prompt_dataset(trainer: Any, steps: int) -> Any:
     from agentenvs.seeding import derive_seed
 
     cfg = trainer.config
-    env = trainer._local_env()
+    env = trainer.local_env()
     description = env.describe()
     rows: dict[str, list] = {"prompt": [], "task_id": [], "seed": [], "split": []}
     for step in range(steps):

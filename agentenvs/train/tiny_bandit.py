@@ -13,6 +13,7 @@ grammar, regret, score and success) and changes two things:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from agentenvs.envs.bandit.env import BanditEnv
@@ -46,6 +47,12 @@ def make_task(split: str, index: int, horizon: int = 1) -> dict[str, Any]:
     }
 
 
+@lru_cache(maxsize=8)
+def panel(horizon: int) -> dict[str, tuple[dict[str, Any], ...]]:
+    """Every split's tasks for ``horizon`` (built once per process; environments are made per rollout)."""
+    return {split: tuple(make_task(split, i, horizon) for i in range(size)) for split, size in SPLIT_SIZES.items()}
+
+
 class TinyBandit(BanditEnv):
     """The bandit with a one-line observation and the contextual ``gold`` panel (``horizon`` pulls)."""
 
@@ -57,9 +64,7 @@ class TinyBandit(BanditEnv):
     def __init__(self, *, horizon: int = 1, **kwargs: Any):
         super().__init__(**kwargs)
         self.horizon = int(horizon)
-        self._panel = {
-            split: tuple(make_task(split, i, self.horizon) for i in range(size)) for split, size in SPLIT_SIZES.items()
-        }
+        self._panel = panel(self.horizon)
 
     def tasks(self, split: str) -> tuple[dict[str, Any], ...]:
         return self._panel.get(split, ())

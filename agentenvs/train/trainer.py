@@ -71,6 +71,8 @@ class Trainer:
         self.step = 0
         self.warmed = False
         self._eval_policy = None
+        self._env = None
+        self._tasks: dict[str, list[str] | None] = {}
         self.model, self.tokenizer = load_model(config.model, seed=run.seed, checkpoint=checkpoint)
         self.device = next(self.model.parameters()).device
         self.optimizer = torch.optim.AdamW(
@@ -143,7 +145,9 @@ class Trainer:
         env = self.config.env
         settings = self.config.rollout
         split = split or env.split
-        tasks = env.tasks or task_ids(env.name, split, self._local_env())
+        if split not in self._tasks:
+            self._tasks[split] = env.tasks or task_ids(env.name, split, self.local_env())
+        tasks = self._tasks[split]
         episodes = plan_episodes(
             env.name,
             split,
@@ -168,12 +172,15 @@ class Trainer:
             ),
         )
 
-    def _local_env(self) -> Any:
+    def local_env(self) -> Any:
+        """An in-process instance of the environment (for its task list and description), made once."""
         if self.config.env.servers:
             return None
-        from agentenvs.registry import make
+        if self._env is None:
+            from agentenvs.registry import make
 
-        return make(self.config.env.name, **self.config.env.kwargs)
+            self._env = make(self.config.env.name, **self.config.env.kwargs)
+        return self._env
 
     # ------------------------------------------------------------------ one step
 
@@ -266,6 +273,7 @@ class Trainer:
                 with self.reference.context():
                     self._fill_logprobs(rows, "ref_logprobs", self.reference.module())
         self.model.train()
+        steps_taken = 0
         generator = torch.Generator().manual_seed(derive_seed("update", self.config.run.seed, self.step) % (2**63))
         totals: dict[str, float] = {}
         weight_total = 0.0
@@ -291,13 +299,14 @@ class Trainer:
                         ("loss/approx_kl_old", parts.approx_kl_old),
                     ):
                         totals[key] = totals.get(key, 0.0) + value * tokens
-                    if not mismatch or len(mismatch) < len(rows):
+                    if steps_taken == 0:  # the weights the sampler used
                         gap = (logprobs.detach() - batch.rollout_logprobs).abs() * batch.response_mask
                         mismatch.append(float(gap.sum()) / max(tokens, 1.0))
                 if optim.max_grad_norm:
                     norm = torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), optim.max_grad_norm)
                     grad_norms.append(float(norm))
                 self.optimizer.step()
+                steps_taken += 1
         self.model.eval()
         stats = {key: value / max(weight_total, 1.0) for key, value in totals.items()}
         if grad_norms:
@@ -460,6 +469,8 @@ class Trainer:
         for policy in (getattr(self, "policy", None), self._eval_policy):
             if policy is not None:
                 policy.close()
+        if self._env is not None:
+            self._env.close()
 
     def __enter__(self) -> Trainer:
         return self

@@ -48,7 +48,7 @@ def behaviour_clone(trainer: Any) -> dict[str, float]:
     config = trainer.config
     warm = config.warmup
     started = time.perf_counter()
-    env = trainer._local_env()
+    env = trainer.local_env()
     description = env.describe()
     split = config.env.split
     episodes = plan_episodes(
