@@ -23,7 +23,7 @@ RESULTS_SCHEMA_PREFIX = "agentenvs.results/"
 def policy_label(policy: dict[str, Any]) -> str:
     """A short name for a policy: its name, plus the model where one is named."""
     name = str(policy.get("name") or "unknown")
-    model = policy.get("model")
+    model = str(policy.get("model") or "").rstrip("/").rsplit("/", 1)[-1]  # a checkpoint path: its folder name
     return f"{name}:{model}" if model and str(model) not in name else name
 
 
