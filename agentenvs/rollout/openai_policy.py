@@ -58,6 +58,8 @@ class OpenAIPolicy(LLMPolicy):
         self.retries = int(retries)
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._local = threading.local()
+        self._sessions: list[Any] = []
+        self._sessions_lock = threading.Lock()
         self.model_name = model or self._first_model()
         tokenizer = self._load_tokenizer(tokenizer)
         self.chat = ChatTokens(tokenizer) if tokenizer is not None else None
@@ -103,7 +105,16 @@ class OpenAIPolicy(LLMPolicy):
         session = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = self.requests.Session()
+            with self._sessions_lock:
+                self._sessions.append(session)
         return session
+
+    def close(self) -> None:
+        """Close the keep-alive connections of every thread that used the policy."""
+        with self._sessions_lock:
+            sessions, self._sessions = self._sessions, []
+        for session in sessions:
+            session.close()
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None, timeout_s: float | None) -> dict[str, Any]:
         """One call with retries; raises TimeoutError when the episode's time ran out."""
