@@ -71,7 +71,7 @@ PLANS: dict[str, tuple[Planned, ...]] = {
     "demo": (
         Planned("bandit", "random", k=4, limit=12),
         Planned("bandit", "expert", k=4, limit=12),
-        Planned("bandit", "smollm2", k=2, limit=1, sampling=SMOLLM2),
+        Planned("bandit", "smollm2", k=2, limit=1, max_turns=10, sampling=SMOLLM2),
         Planned("alfworld", "random", k=2, limit=6, split="valid_unseen", max_turns=20),
         Planned("alfworld", "expert", k=1, limit=6, split="valid_unseen"),
         Planned("alfworld", "smollm2", k=1, limit=2, split="valid_unseen", max_turns=8, sampling=SMOLLM2),
