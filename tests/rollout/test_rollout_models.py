@@ -83,7 +83,7 @@ def test_openai_policy_against_a_real_server(local_server, smollm2, mode):
 
 
 def test_openai_sampling_n_seeds_and_errors(local_server, smollm2):
-    policy = OpenAIPolicy(f"{local_server.url}/v1", temperature=1.0, retries=0)
+    policy = OpenAIPolicy(f"{local_server.url}/v1", sampling=Sampling(temperature=1.0, max_tokens=8), retries=0)
     prompt = smollm2.chat.prompt_ids([{"role": "user", "content": "Name a colour."}])
     first = policy.sample(prompt, 3, seed=11)
     assert len(first) == 3 and all(g.token_ids and len(g.logprobs) == len(g.token_ids) for g in first)
