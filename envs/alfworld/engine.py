@@ -140,14 +140,17 @@ class AlfredEngine:
         """Load a ``game.tw-pddl`` file; a no-op when that path is the loaded one, so callers name
         game files by content (the cache does) or never rewrite them (official data)."""
         if game_path != self._loaded:
-            self.env.load(game_path)
+            with _ENGINE_LOCK:
+                self.env.load(game_path)
             self._loaded = game_path
 
     def reset(self) -> Any:
-        return self.env.reset()
+        with _ENGINE_LOCK:  # TextWorld's parsers and fast-downward's translator are shared, not thread-safe
+            return self.env.reset()
 
     def step(self, command: str) -> tuple[Any, float, bool]:
-        return self.env.step(command)
+        with _ENGINE_LOCK:
+            return self.env.step(command)
 
     def close(self) -> None:
         self.env.close()
