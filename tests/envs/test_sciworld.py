@@ -130,6 +130,7 @@ def expert_failures(environment, tasks) -> dict:
     return failures
 
 
+@pytest.mark.full_panel
 @JVM_HEAVY
 def test_expert_reaches_score_one_on_every_test_panel_task(env):
     """All 149 tasks, on two JVMs in two threads (one per core); the plans come from the panel and are
