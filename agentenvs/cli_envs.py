@@ -74,8 +74,13 @@ def engine_status(entry: registry.EnvSpec) -> tuple[bool, str]:
 
     Looks only at package metadata and module specs, so it imports no engine.
     """
-    package = entry.entry_point.partition(":")[0].rpartition(".")[0]
-    if importlib.util.find_spec(package) is None:
+    module = entry.entry_point.partition(":")[0]
+    package = module.rpartition(".")[0] or module  # a top-level module is its own package
+    try:
+        found = importlib.util.find_spec(package) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
         return False, f"{package} is not part of this installation"
     if entry.extra:
         missing = [name for name in _extra_requirements(entry.extra) if not _installed(name)]

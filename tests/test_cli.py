@@ -42,6 +42,14 @@ def test_engine_status_names_the_missing_piece_and_the_fix():
     assert engine_status(needs) == (True, "ready")  # an extra with no requirements needs nothing
 
 
+def test_engine_status_of_a_top_level_module_entry_point():
+    """A test's own ``module:Class`` entry point (no dotted package) must not crash ``list``."""
+    top_level = EnvSpec(name="solo", entry_point="json:JSONDecoder", gym_id="x/Solo-v0")
+    assert engine_status(top_level) == (True, "ready")
+    absent = EnvSpec(name="gone", entry_point="no_such_module_anywhere:Env", gym_id="x/Gone-v0")
+    assert engine_status(absent) == (False, "no_such_module_anywhere is not part of this installation")
+
+
 def test_describe_prints_splits_limits_format_and_instructions(capsys):
     assert cli.main(["describe", "bandit"]) == 0
     out = capsys.readouterr().out
