@@ -18,6 +18,11 @@ from agentenvs.servers.openapi import openapi_document
 from agentenvs.servers.sessions import SessionManager
 
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
+DRAIN_BYTES = 64 << 20
+DRAIN_SECONDS = 10.0
+"""How much of an oversized body the server reads and drops before answering 413. A client is still sending
+when the answer goes out; closing a socket with unread bytes makes the kernel reset the connection, and the
+client would lose the 413 to a "connection reset". Past these bounds the server closes anyway."""
 HTTP_ERRORS: dict[int, type[AgentEnvsError]] = {
     400: MalformedRequest,
     404: RouteNotFound,
@@ -37,6 +42,17 @@ log = logging.getLogger("agentenvs.servers")
 def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     body = payload if isinstance(payload, bytes) else protocol.dumps(payload)
     return Response(body, status=status, headers=headers, mimetype="application/json")
+
+
+def drain_body(stream: Any, limit: int = DRAIN_BYTES, seconds: float = DRAIN_SECONDS) -> bool:
+    """Read and drop what is left of a request body; False when ``limit`` bytes or ``seconds`` ran out first."""
+    deadline = time.monotonic() + seconds
+    while limit > 0 and time.monotonic() < deadline:
+        chunk = stream.read(min(1 << 16, limit))
+        if not chunk:
+            return True
+        limit -= len(chunk)
+    return False
 
 
 def create_app(
@@ -100,7 +116,10 @@ def create_app(
         cls = HTTP_ERRORS.get(status, AgentEnvsError)
         hint = HTTP_ERROR_HINTS.get(status, exc.description or "").format(limit=max_request_bytes)
         metrics.inc("agentenvs_errors_total", (("code", cls.code),))
-        return json_response(protocol.error_body(cls.code, hint), status)
+        headers = None
+        if status == 413 and not drain_body(request.environ["wsgi.input"]):
+            headers = {"Connection": "close"}
+        return json_response(protocol.error_body(cls.code, hint), status, headers)
 
     @app.errorhandler(Exception)
     def internal_error(exc: Exception) -> Response:
