@@ -53,7 +53,7 @@ def main() -> int:
     result["step_median_ratio_gymnasium_to_plain"] = (
         result["gymnasium_make"]["step"]["median_ms"] / result["plain"]["step"]["median_ms"]
     )
-    result["note"] = "one process, shared machine (other jobs running); every 10th action is invalid"
+    result["note"] = "one process; every 10th action is invalid"
     write_result("bandit_step", result)
     plain.close()
     wrapped.close()

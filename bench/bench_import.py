@@ -65,7 +65,7 @@ def main() -> int:
         "within_target": net < TARGET_S,
         "heavy_modules_loaded": heavy_modules_loaded(),
         "slowest_imports": slowest_imports(),
-        "note": "medians of fresh subprocesses run alternately; the machine is shared, so absolute numbers vary",
+        "note": "medians of fresh subprocesses run alternately",
     }
     write_result("import", result)
     return 0 if result["within_target"] else 1

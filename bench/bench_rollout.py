@@ -102,7 +102,6 @@ def main() -> None:
     if not args.skip_local_server:
         with serve_locally("smollm2", batch_size=args.concurrency) as local:
             result["llm"].append(bench_llm(local.url, "agentenvs.rollout.openai_server (transformers)", *llm_args))
-    result["note"] = "2-core machine shared with other engineers' work at the time: absolute numbers are contended"
     write_result("rollout", result)
 
 

@@ -177,7 +177,6 @@ def main() -> int:
     tasks = bench_tasks(args.per_type)
     result: dict[str, Any] = {
         "tasks": [t["task_id"] for t in tasks],
-        "note": "taken on a shared, contended 2-core machine",
     }
     result["env"] = env_timings(tasks, args.rounds)
     result["env_default_hash"] = env_timings(tasks, args.rounds, deterministic=False)

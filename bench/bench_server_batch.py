@@ -69,7 +69,6 @@ def main() -> int:
                 "target": "batch >= 5x the throughput of 64 single steps",
                 "loadavg_before": load_before,
                 "loadavg_after": os.getloadavg(),
-                "note": "2 shared cores, ~7 engineers working at once: a contended machine",
             },
         )
     return 0

@@ -300,7 +300,7 @@ def main() -> int:
             "think_time": think,
             "wsgi_comparison": comparison,
             "targets": "256: zero errors, >= 1100 steps/s, p99 < 350 ms; 1024: only clean 429s",
-            "note": "2 shared cores, ~7 engineers at once: a contended machine; the load generator shares the cores",
+            "note": "the load generator shares the server's cores",
         },
     )
     return 0

@@ -125,7 +125,6 @@ def main() -> int:
             "target": "added median < 2 ms per step (agentenvs serve: gunicorn gthread)",
             "loadavg_before": load_before,
             "loadavg_after": os.getloadavg(),
-            "note": "2 shared cores, ~7 engineers working at once: a contended machine",
         }
         write_result("server_overhead", result)
     finally:

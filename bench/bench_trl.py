@@ -248,7 +248,7 @@ def main() -> None:
             "trl_version": __import__("trl").__version__,
             "torch_threads": args.threads,
             "wall_s": time.perf_counter() - started,
-            "note": "ratios are ours / TRL measured interleaved in one process; the machine was shared",
+            "note": "ratios are ours / TRL measured interleaved in one process",
             "speedup_steps_per_s_median": statistics.median(c["speedup_steps_per_s"] for c in cases),
         },
     )

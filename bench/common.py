@@ -36,7 +36,7 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(),
-        "loadavg_at_start": load,
+        "loadavg_at_end": load,
     }
 
 
