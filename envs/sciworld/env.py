@@ -2,10 +2,11 @@
 
 Rules and the reward are documented in ``docs/sciworld.md``. In short: ``raw_score`` is the
 engine's 0-100 task score (negative once the task has failed); ``score`` is ``raw_score / 100``
-clipped to [0, 1]; the default (dense) reward is the increase of ``score`` on each step, so an
-episode's return equals its final score; ``reward="sparse"`` pays that final score on the last step
-only. The episode terminates when the engine reports the task completed (success at 100) or failed
-(a negative score: focusing on the wrong object, for instance).
+clipped to [0, 1]; the default (dense) reward is the increase of ``score`` on each step, as the
+package's wrapper pays it (the return is the final score minus the score at reset, which some worlds
+start above 0); ``reward="sparse"`` pays the final score on the last step only. The episode terminates
+when the engine reports the task completed (success at 100) or failed (a negative score: focusing on
+the wrong object, for instance).
 
 Stepping uses the engine's raw calls (about 5 ms a step on an idle machine); the valid actions,
 which cost about 100 ms, are computed only with ``admissible_actions=True`` and cached per observed
