@@ -7,8 +7,10 @@ grammar, regret, score and success) and changes two things:
 
 - the observation is one line, ``Arms: pull[0] gold | pull[1] teal`` (plus the last pull on later turns);
 - the panel is contextual: two arms, one of them always named ``gold`` and paying 0.8, the other
-  paying 0.2, in a random position. A policy that reads the arm list can always pull the better arm;
-  one that does not gets 0.5 on average. Learning to read it is the signal the learning test measures.
+  paying 0.2, in a random position. A policy that names ``gold`` (or finds its index) always pulls the
+  better arm; one that picks at random gets 0.5 on average. The admissible actions list both forms
+  (``pull[0]``, ``pull[1]``, ``gold``, ``teal``), so a model warmed up on the random player writes both,
+  and the reward alone must teach it which pays: that is the signal the learning test measures.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ class TinyBandit(BanditEnv):
     name: ClassVar[str] = NAME
     version: ClassVar[str] = "1"
     default_split: ClassVar[str] = "test"
-    instructions: ClassVar[str] = "Pull the arm that pays most. Answer pull[i]."
+    instructions: ClassVar[str] = "Pull the arm that pays most. Answer pull[i] or the arm's name."
+    names_admissible: ClassVar[bool] = True
 
     def __init__(self, *, horizon: int = 1, **kwargs: Any):
         super().__init__(**kwargs)

@@ -57,6 +57,8 @@ class BanditEnv(TextEnv):
     )
     has_admissible_actions: ClassVar[bool] = True
     has_privileged: ClassVar[bool] = True
+    names_admissible: ClassVar[bool] = False
+    """Whether ``admissible_actions`` also lists the arms' names (the grammar takes both forms either way)."""
 
     def __init__(self, *, max_turns: int | None = None, privileged: bool = False, render_mode: str | None = None):
         super().__init__(max_turns=max_turns, privileged=privileged, render_mode=render_mode)
@@ -81,6 +83,8 @@ class BanditEnv(TextEnv):
         self._header = render_header(task)
         self._anchor = text_hash(self._header)
         self._admissible = [f"pull[{i}]" for i in range(len(self._arms))]
+        if self.names_admissible:
+            self._admissible += self._arms
         observation = self._observation("No pulls yet.")
         return observation, self._info(step_regret=0.0)
 
