@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -32,15 +31,9 @@ import numpy as np
 
 import agentenvs
 from agentenvs import panels
-from bench.common import summarize, write_result
+from bench.common import play_concurrently, summarize, timed, write_result
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
-
-
-def timed(call, *args, **kwargs) -> tuple[Any, float]:
-    started = time.perf_counter()
-    result = call(*args, **kwargs)
-    return result, time.perf_counter() - started
 
 
 def generation(processes: int) -> dict[str, Any]:
@@ -166,43 +159,15 @@ def server_sessions(sessions: int, episodes: int) -> dict[str, Any]:
     """``sessions`` threads, each with its own remote session, playing walkthroughs at once on one server."""
     from agentenvs.servers.launch import launch_server
 
-    tasks = [dict(t, _split="valid_unseen") for t in panels.load_panel("alfworld", "valid_unseen")]
-    errors: list[str] = []
-    steps: list[float] = []
-    lock = threading.Lock()
+    tasks = panels.load_panel("alfworld", "valid_unseen")
 
-    def session(index: int, url: str) -> None:
-        client = agentenvs.connect(url)
-        try:
-            env = client.make("alfworld")
-            for episode in range(episodes):
-                task = tasks[(index * episodes + episode) % len(tasks)]
-                env.reset(seed=0, options={"task_id": task["task_id"], "split": "valid_unseen"})
-                for action in task["walkthrough"]:
-                    (*_, info), took = timed(env.step, action)
-                    with lock:
-                        steps.append(took)
-                if not info.get("success"):
-                    with lock:
-                        errors.append(f"session {index} {task['task_id']}: not solved")
-            env.close()
-        except Exception as exc:
-            with lock:
-                errors.append(f"session {index}: {type(exc).__name__}: {exc}")
-        finally:
-            client.close()
+    def pick(index: int, episode: int) -> tuple[dict[str, Any], str, list[str]]:
+        task = tasks[(index * episodes + episode) % len(tasks)]
+        return {"task_id": task["task_id"], "split": "valid_unseen"}, task["task_id"], task["walkthrough"]
 
     args = ("--setup-timeout", "600", "--step-timeout", "300", "--max-sessions", str(sessions * 2))
     with launch_server(["alfworld"], workers=2, extra_args=args) as server:
-        started = time.perf_counter()
-        threads = [threading.Thread(target=session, args=(i, server.url)) for i in range(sessions)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - started
-    return {"sessions": sessions, "workers": 2, "episodes_per_session": episodes, "errors": errors, "wall_s": wall,
-            "steps": len(steps), "steps_per_s": len(steps) / wall, "step": summarize(steps)}  # fmt: skip
+        return {"workers": 2, **play_concurrently(server.url, "alfworld", sessions, episodes, pick)}
 
 
 def main() -> int:

@@ -16,7 +16,6 @@ import argparse
 import functools
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ import agentenvs
 from agentenvs import panels
 from agentenvs.envs.sciworld.engine import load_world
 from agentenvs.envs.sciworld.jvm import is_sciworld_jvm, java_options
-from bench.common import summarize, write_result
+from bench.common import play_concurrently, summarize, timed, write_result
 
 TASKS = ("find-animal", "chemistry-mix", "test-conductivity", "power-component")
 
@@ -36,12 +35,6 @@ TASKS = ("find-animal", "chemistry-mix", "test-conductivity", "power-component")
 def bench_tasks(per_type: int) -> list[dict[str, Any]]:
     test = panels.load_panel("sciworld", "test")
     return [t for name in TASKS for t in [t for t in test if t["task_name"] == name][:per_type]]
-
-
-def timed(call, *args) -> tuple[Any, float]:
-    started = time.perf_counter()
-    result = call(*args)
-    return result, time.perf_counter() - started
 
 
 def env_timings(tasks: list[dict[str, Any]], rounds: int, **kwargs: Any) -> dict[str, Any]:
@@ -103,33 +96,11 @@ def server_sessions(tasks: list[dict[str, Any]], sessions: int, episodes: int) -
     """``sessions`` threads, each with its own remote session, playing gold paths at once on one server."""
     from agentenvs.servers.launch import launch_server
 
-    errors: list[str] = []
-    steps: list[float] = []
-    lock = threading.Lock()
     peak = {"jvm_rss_mb_total": 0.0, "jvms": 0}
 
-    def session(index: int, url: str) -> None:
-        client = agentenvs.connect(url)
-        try:
-            env = client.make("sciworld")
-            for episode in range(episodes):
-                task = tasks[(index + episode) % len(tasks)]
-                env.reset(seed=0, options={"task_id": task["task_id"]})
-                for action in task["gold"]:
-                    (_, _, terminated, truncated, info), took = timed(env.step, action)
-                    with lock:
-                        steps.append(took)
-                    if terminated or truncated:
-                        break
-                if not info.get("success"):
-                    with lock:
-                        errors.append(f"session {index} {task['task_id']}: not solved")
-            env.close()
-        except Exception as exc:
-            with lock:
-                errors.append(f"session {index}: {type(exc).__name__}: {exc}")
-        finally:
-            client.close()
+    def pick(index: int, episode: int) -> tuple[dict[str, Any], str, list[str]]:
+        task = tasks[(index + episode) % len(tasks)]
+        return {"task_id": task["task_id"]}, task["task_id"], task["gold"]
 
     def watch(server_pid: int, stop: threading.Event) -> None:
         while not stop.wait(1.0):
@@ -145,26 +116,10 @@ def server_sessions(tasks: list[dict[str, Any]], sessions: int, episodes: int) -
         stop = threading.Event()
         watcher = threading.Thread(target=watch, args=(srv.pid, stop), daemon=True)
         watcher.start()
-        started = time.perf_counter()
-        threads = [threading.Thread(target=session, args=(i, srv.url)) for i in range(sessions)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - started
+        played = play_concurrently(srv.url, "sciworld", sessions, episodes, pick)
         stop.set()
         watcher.join()
-    return {
-        "sessions": sessions,
-        "workers": 2,
-        "episodes_per_session": episodes,
-        "errors": errors,
-        "wall_s": wall,
-        "steps": len(steps),
-        "steps_per_s": len(steps) / wall,
-        "step": summarize(steps),
-        **peak,
-    }
+    return {"workers": 2, **played, **peak}
 
 
 def main() -> int:
