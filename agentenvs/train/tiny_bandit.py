@@ -59,7 +59,7 @@ class TinyBandit(BanditEnv):
     """The bandit with a one-line observation and the contextual ``gold`` panel (``horizon`` pulls)."""
 
     name: ClassVar[str] = NAME
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     default_split: ClassVar[str] = "test"
     instructions: ClassVar[str] = "Pull the arm that pays most. Answer pull[i] or the arm's name."
     names_admissible: ClassVar[bool] = True
