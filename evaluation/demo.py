@@ -25,14 +25,23 @@ from agentenvs.evaluation.leaderboard import build, cache_dir, fmt_estimate, loa
 
 def summary_table(results: Path) -> str:
     """The leaderboard in a few terminal lines: env, split, policy, success and score with intervals."""
-    rows = [f"{'env':<9} {'split':<13} {'policy':<9} {'success % [95% CI]':<22} {'score % [95% CI]':<22} pass@k"]
+    rows = [("env", "split", "policy", "success % [95% CI]", "score % [95% CI]", "pass@k")]
     for entry in sorted(load_results(results), key=lambda e: (e.env, e.split, -e.metrics["success_rate"]["value"])):
         top = entry.metrics["pass_at_k"][str(entry.max_k)]["value"] * 100
         rows.append(
-            f"{entry.env:<9} {entry.split:<13} {entry.label:<9} {fmt_estimate(entry.metrics['success_rate']):<22} "
-            f"{fmt_estimate(entry.metrics['mean_score']):<22} {top:.1f} (k={entry.max_k})"
+            (
+                entry.env,
+                entry.split,
+                entry.label,
+                fmt_estimate(entry.metrics["success_rate"]),
+                fmt_estimate(entry.metrics["mean_score"]),
+                f"{top:.1f} (k={entry.max_k})",
+            )
         )
-    return "\n".join(rows)
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
