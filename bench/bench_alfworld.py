@@ -31,7 +31,7 @@ import numpy as np
 
 import agentenvs
 from agentenvs import panels
-from bench.common import play_concurrently, summarize, timed, write_result
+from bench.common import Episode, play_concurrently, summarize, timed, write_result
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
 
@@ -161,7 +161,7 @@ def server_sessions(sessions: int, episodes: int) -> dict[str, Any]:
 
     tasks = panels.load_panel("alfworld", "valid_unseen")
 
-    def pick(index: int, episode: int) -> tuple[dict[str, Any], str, list[str]]:
+    def pick(index: int, episode: int) -> Episode:
         task = tasks[(index * episodes + episode) % len(tasks)]
         return {"task_id": task["task_id"], "split": "valid_unseen"}, task["task_id"], task["walkthrough"]
 

@@ -27,7 +27,7 @@ import agentenvs
 from agentenvs import panels
 from agentenvs.envs.sciworld.engine import load_world
 from agentenvs.envs.sciworld.jvm import is_sciworld_jvm, java_options
-from bench.common import play_concurrently, summarize, timed, write_result
+from bench.common import Episode, play_concurrently, summarize, timed, write_result
 
 TASKS = ("find-animal", "chemistry-mix", "test-conductivity", "power-component")
 
@@ -98,7 +98,7 @@ def server_sessions(tasks: list[dict[str, Any]], sessions: int, episodes: int) -
 
     peak = {"jvm_rss_mb_total": 0.0, "jvms": 0}
 
-    def pick(index: int, episode: int) -> tuple[dict[str, Any], str, list[str]]:
+    def pick(index: int, episode: int) -> Episode:
         task = tasks[(index + episode) % len(tasks)]
         return {"task_id": task["task_id"]}, task["task_id"], task["gold"]
 
