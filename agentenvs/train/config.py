@@ -23,8 +23,9 @@ class ModelConfig:
     """Which model to train and how."""
 
     path: str = "tiny"
-    """A transformers checkpoint folder, ``smollm2`` (the embedded SmolLM2-135M-Instruct), or ``tiny``
-    (a from-scratch character-level Llama, :mod:`agentenvs.train.tiny`)."""
+    """A transformers checkpoint folder, a Hugging Face hub id ``owner/name`` (downloaded into the hub
+    cache), ``smollm2`` (the embedded SmolLM2-135M-Instruct), or ``tiny`` (a from-scratch
+    character-level Llama, :mod:`agentenvs.train.tiny`)."""
     dtype: str = "float32"
     device: str | None = None
     lora: bool = False

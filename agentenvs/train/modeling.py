@@ -13,16 +13,34 @@ from agentenvs.train.config import ModelConfig
 
 
 def resolve_path(path: str) -> str | None:
-    """The checkpoint folder a model path names (None for ``tiny``, which is built in memory)."""
+    """The checkpoint folder a model path names: a local folder, ``smollm2``, or a hub id ``owner/name``
+    (downloaded); None for ``tiny``, which is built in memory."""
     if path == "tiny":
         return None
     if path == "smollm2":
         from agentenvs.rollout.smollm2 import smollm2_checkpoint
 
         return str(smollm2_checkpoint())
-    if not (Path(path) / "config.json").is_file() and not (Path(path) / "adapter_config.json").is_file():
+    if (Path(path) / "config.json").is_file() or (Path(path) / "adapter_config.json").is_file():
+        return path
+    if Path(path).exists() or path.count("/") != 1:
         raise InvalidArgument(f"model.path {path!r} is not a transformers checkpoint folder (no config.json)")
-    return path
+    return download_from_hub(path)
+
+
+def download_from_hub(repo_id: str) -> str:
+    """The local folder of hub model ``repo_id`` (``owner/name``), downloaded once into the hub cache, so
+    the trainer and a vLLM server load the same files."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(repo_id, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja"])
+    except Exception as exc:
+        raise InvalidArgument(
+            f"model.path {repo_id!r} is neither a local checkpoint folder nor a model the Hugging Face hub gave "
+            f"({type(exc).__name__}: {exc}); on a machine that reaches the hub run "
+            f"`hf download {repo_id} --local-dir DIR` and pass DIR"
+        ) from exc
 
 
 def load_model(config: ModelConfig, *, seed: int = 0, checkpoint: str | Path | None = None) -> tuple[Any, Any]:
