@@ -99,12 +99,12 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_result(name: str, result: dict[str, Any]) -> Path:
-    """Write ``bench/results/<name>.json`` with the machine facts and the date."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write_result(name: str, result: dict[str, Any], results: Path = RESULTS) -> Path:
+    """Write ``<results>/<name>.json`` (default ``bench/results``) with the machine facts and the date."""
+    results.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": name, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine()}
     payload.update(result)
-    path = RESULTS / f"{name}.json"
+    path = results / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2, sort_keys=True))
     print(f"wrote {path}")

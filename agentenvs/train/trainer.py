@@ -250,6 +250,7 @@ class Trainer:
             "time/step_s": total,
             "perf/tokens_per_s": (generated + trained) / total if total > 0 else 0.0,
             "perf/generated_tokens_per_s": generated / rollout_s if rollout_s > 0 else 0.0,
+            **self._cuda_memory(),
         }
         every = self.config.run.eval_every
         if every and step % every == 0 and self.config.env.eval_groups:
@@ -258,6 +259,16 @@ class Trainer:
             metrics["time/eval_s"] = time.perf_counter() - tick
         self.log.write(metrics)
         return metrics
+
+    def _cuda_memory(self) -> dict[str, float]:
+        """The trainer's peak GPU memory during the step (what a vLLM server on the same card must leave)."""
+        import torch
+
+        if self.device.type != "cuda":
+            return {}
+        peak = torch.cuda.max_memory_allocated(self.device) / 2**30
+        torch.cuda.reset_peak_memory_stats(self.device)
+        return {"perf/cuda_peak_allocated_gib": peak}
 
     def update(self, rows: list[Row]) -> dict[str, float]:
         """Epochs of mini-batch optimizer steps over ``rows``; returns token-weighted loss statistics."""

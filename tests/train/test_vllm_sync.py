@@ -13,7 +13,7 @@ import os
 import pytest
 import torch
 
-from agentenvs.rollout.openai_server import ServedModel, free_port
+from agentenvs.rollout.openai_server import serve_vllm
 from agentenvs.train import tiny
 from agentenvs.train.batching import Row, collate, response_logits, token_logprobs
 from agentenvs.train.config import config_from_dict
@@ -29,20 +29,16 @@ def tiny_server(tmp_path_factory):
     if not os.path.exists(VENV_PYTHON):
         pytest.fail(f"{VENV_PYTHON} is missing; `make test-vllm` builds the vLLM venv")
     checkpoint = tiny.save_checkpoint(tmp_path_factory.mktemp("tiny") / "model", seed=3)
-    port = free_port()
-    command = [VENV_PYTHON, "-m", "vllm.entrypoints.openai.api_server", "--model", str(checkpoint)]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny", "--dtype", "float32"]
-    command += ["--max-model-len", "1024", "--enforce-eager", "--enable-lora", "--max-lora-rank", "8"]
-    command += ["--max-loras", "2"]
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "DO_NOT_TRACK": "1",
-        "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
-        "VLLM_SERVER_DEV_MODE": "1",
-    }
-    server = ServedModel(command, url=f"http://127.0.0.1:{port}", env=env, timeout_s=900)
+    server = serve_vllm(
+        VENV_PYTHON,
+        checkpoint,
+        served_name="tiny",
+        dtype="float32",
+        max_model_len=1024,
+        extra_args=["--enable-lora", "--max-lora-rank", "8", "--max-loras", "2"],
+        env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True", "VLLM_SERVER_DEV_MODE": "1"},
+        timeout_s=900,
+    )
     try:
         yield server.url, checkpoint
     finally:
