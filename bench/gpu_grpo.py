@@ -138,17 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     from agentenvs.train.modeling import resolve_path
     from agentenvs.train.trainer import Trainer
 
-    try:
-        model_dir = resolve_path(args.model)
-    except AgentEnvsError as exc:
-        print(f"gpu_grpo: {exc}")
-        return 2
-    if model_dir is None:
-        print("gpu_grpo: vLLM serves checkpoint folders; the tiny model is built in memory (use smollm2 or a folder)")
-        return 2
     out = Path(args.out or f"runs/gpu-grpo-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")
     overrides = [
-        f"model.path={model_dir}",
+        f"model.path={args.model}",
         f"run.out={out}",
         f"run.steps={args.steps}",
         f"rollout.groups_per_step={args.tasks_per_step}",
@@ -162,10 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     overrides += [f"rollout.max_tokens={args.max_tokens}"] if args.max_tokens else []
     overrides += ["model.device=cpu", "model.dtype=float32"] if args.device == "cpu" else []
     try:
-        config = load_config(RECIPE, [*overrides, *args.overrides])  # bad settings fail before vLLM starts
+        config = load_config(RECIPE, [*overrides, *args.overrides])  # bad settings fail before any download
+        model_dir = resolve_path(config.model.path)
     except AgentEnvsError as exc:
         print(f"gpu_grpo: {exc}")
         return 2
+    if model_dir is None:
+        print("gpu_grpo: vLLM serves checkpoint folders; the tiny model is built in memory (use smollm2 or a folder)")
+        return 2
+    config.model.path = model_dir  # the folder vLLM loads, so both sides read the same files
     lora = ["--enable-lora", "--max-lora-rank", str(config.model.lora_rank), "--max-loras", "2"]
     gpu = ["--gpu-memory-utilization", str(args.gpu_util), "--enable-prefix-caching"]
     server = serve_vllm(

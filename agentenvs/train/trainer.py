@@ -250,13 +250,13 @@ class Trainer:
             "time/step_s": total,
             "perf/tokens_per_s": (generated + trained) / total if total > 0 else 0.0,
             "perf/generated_tokens_per_s": generated / rollout_s if rollout_s > 0 else 0.0,
-            **self._cuda_memory(),
         }
         every = self.config.run.eval_every
         if every and step % every == 0 and self.config.env.eval_groups:
             tick = time.perf_counter()
             metrics.update({f"eval/{k.split('/', 1)[1]}": v for k, v in self.evaluate().items()})
             metrics["time/eval_s"] = time.perf_counter() - tick
+        metrics.update(self._cuda_memory())  # after evaluation, so the step's peak counts it too
         self.log.write(metrics)
         return metrics
 
