@@ -11,7 +11,6 @@ from typing import Any
 
 from agentenvs import errors
 from agentenvs.actions import ExtractedAction, extract_action
-from agentenvs.builtin import register_builtin
 from agentenvs.registry import EnvSpec, env_class, install_gymnasium_hook, list_envs, make, register, spec
 
 __version__ = "0.1.0"
@@ -44,7 +43,6 @@ def describe(name: str, **kwargs: Any) -> dict[str, Any]:
         env.close()
 
 
-register_builtin()
 install_gymnasium_hook()
 
 __all__ = [

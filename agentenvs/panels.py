@@ -1,4 +1,5 @@
-"""Frozen task panels: ``tasks/<env>/panels/<split>.jsonl`` plus a checksummed ``manifest.json``.
+"""Frozen task panels: ``panels/<split>.jsonl`` plus a checksummed ``manifest.json`` in the folder the
+environment's spec names (``EnvSpec.panels``; ``tasks/<env>/`` for the built-ins).
 
 A panel is read only after its sha256 matches the manifest, so every score names exactly the tasks
 it was measured on, and a tampered or half-written panel is refused instead of silently used.
@@ -13,19 +14,23 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agentenvs import registry
 from agentenvs.errors import PanelIntegrityError, UnknownSplit
 
 MANIFEST = "manifest.json"
 
 
-@lru_cache(maxsize=1)
-def tasks_root() -> Path:
-    """The folder holding every environment's panels (``tasks/`` of the installed package)."""
-    return Path(str(resources.files("agentenvs.tasks")))
-
-
 def panel_dir(env: str, root: Path | None = None) -> Path:
-    return (root or tasks_root()) / env
+    """``root/<env>`` when a root is given (generators writing elsewhere), else the folder its spec names."""
+    if root is not None:
+        return Path(root) / env
+    declared = registry.spec(env).panels
+    if declared is None:
+        raise PanelIntegrityError(
+            f"environment {env!r} declares no panels (EnvSpec.panels); name the package that holds its "
+            "manifest.json, or override tasks() and splits() in the environment"
+        )
+    return Path(str(resources.files(declared)))
 
 
 def sha256_file(path: Path) -> str:
@@ -43,7 +48,8 @@ def read_manifest(env: str, root: Path | None = None) -> dict[str, Any]:
         stat = path.stat()
     except FileNotFoundError:
         raise PanelIntegrityError(
-            f"no panel manifest at {path}; generate the panels with `python -m agentenvs.tasks.{env}.generate`"
+            f"no panel manifest at {path}; run the environment's generator (`python -m agentenvs.tasks.{env}.generate` "
+            "for a built-in) to write it"
         ) from None
     return _parse_manifest(str(path), stat.st_mtime_ns, stat.st_size)
 

@@ -8,6 +8,7 @@ as gymnasium is imported, so ``import agentenvs`` itself does not pay for import
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -18,19 +19,41 @@ if TYPE_CHECKING:
     from agentenvs.core import TextEnv
 
 
+ENTRY_POINT_GROUP = "agentenvs.envs"
+"""The ``importlib.metadata`` group every environment package declares itself in (docs/adding-an-environment.md)."""
+
+
 class EnvSpec(NamedTuple):
-    """How to build one registered environment."""
+    """Everything the suite knows about an environment before importing it: declared once, in its package."""
 
     name: str
     entry_point: str
+    """``"package.module:ClassName"`` of the ``TextEnv`` subclass."""
     gym_id: str
+    version: str = "0"
     summary: str = ""
     extra: str | None = None
     """The pip extra that installs the environment's engine (``pip install 'agentenvs[extra]'``)."""
+    max_turns: int = 50
+    """The default turn limit; a task may set its own and a caller's ``max_turns`` overrides both."""
+    panels: str | None = None
+    """The package whose folder holds ``manifest.json`` and ``panels/<split>.jsonl``."""
     kwargs: dict[str, Any] | None = None
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
+_DISCOVERED = False
+
+
+def _add(entry: EnvSpec, *, overwrite: bool) -> EnvSpec:
+    if ":" not in entry.entry_point:
+        raise InvalidArgument(f"entry_point {entry.entry_point!r} must look like 'package.module:ClassName'")
+    if entry.name in _REGISTRY and not overwrite and _REGISTRY[entry.name] != entry:
+        raise InvalidArgument(f"environment {entry.name!r} is already registered; pass overwrite=True to replace it")
+    _REGISTRY[entry.name] = entry
+    if "gymnasium" in sys.modules:
+        _register_with_gymnasium(entry)
+    return entry
 
 
 def register(
@@ -38,31 +61,45 @@ def register(
     entry_point: str,
     *,
     gym_id: str | None = None,
-    summary: str = "",
-    extra: str | None = None,
-    kwargs: dict[str, Any] | None = None,
     overwrite: bool = False,
+    **fields: Any,
 ) -> EnvSpec:
-    """Register an environment class under ``name`` (``entry_point`` is ``"module:Class"``)."""
-    if ":" not in entry_point:
-        raise InvalidArgument(f"entry_point {entry_point!r} must look like 'package.module:ClassName'")
-    if name in _REGISTRY and not overwrite:
-        raise InvalidArgument(f"environment {name!r} is already registered; pass overwrite=True to replace it")
-    spec = EnvSpec(
-        name=name,
-        entry_point=entry_point,
-        gym_id=gym_id or f"agentenvs/{name.title().replace('_', '')}-v0",
-        summary=summary,
-        extra=extra,
-        kwargs=dict(kwargs or {}),
-    )
-    _REGISTRY[name] = spec
-    if "gymnasium" in sys.modules:
-        _register_with_gymnasium(spec)
-    return spec
+    """Register an environment at run time (a package declares its ``EnvSpec`` under ``ENTRY_POINT_GROUP``)."""
+    _discover()
+    gym_id = gym_id or f"agentenvs/{name.title().replace('_', '')}-v0"
+    fields["kwargs"] = dict(fields.get("kwargs") or {})
+    return _add(EnvSpec(name=name, entry_point=entry_point, gym_id=gym_id, **fields), overwrite=overwrite)
+
+
+def _specs_of(entry_point: importlib.metadata.EntryPoint) -> list[EnvSpec]:
+    """An entry point names an ``EnvSpec`` or a callable returning ``EnvSpec``s (the built-ins use one)."""
+    loaded = entry_point.load()
+    found = loaded() if callable(loaded) and not isinstance(loaded, EnvSpec) else loaded
+    found = [found] if isinstance(found, EnvSpec) else list(found)
+    wrong = [item for item in found if not isinstance(item, EnvSpec)]
+    if wrong:
+        raise InvalidArgument(
+            f"entry point {entry_point.name} = {entry_point.value!r} in group {ENTRY_POINT_GROUP!r} gave "
+            f"{wrong[0]!r}; it must name an agentenvs.EnvSpec or a function returning EnvSpecs"
+        )
+    return found
+
+
+def _discover() -> None:
+    """Register every environment the installed packages declare, once, on first use of the registry."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        for entry in _specs_of(entry_point):
+            _REGISTRY.setdefault(entry.name, entry)
+            if "gymnasium" in sys.modules:
+                _register_with_gymnasium(entry)
 
 
 def spec(name: str) -> EnvSpec:
+    _discover()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -73,6 +110,7 @@ def spec(name: str) -> EnvSpec:
 
 def list_envs() -> list[str]:
     """Every registered environment name, sorted."""
+    _discover()
     return sorted(_REGISTRY)
 
 
@@ -109,6 +147,7 @@ def _register_with_gymnasium(entry: EnvSpec) -> None:
 
 def register_all_with_gymnasium() -> None:
     """Make every registered environment a gymnasium id (called once gymnasium is imported)."""
+    _discover()
     for entry in _REGISTRY.values():
         _register_with_gymnasium(entry)
 

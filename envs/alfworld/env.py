@@ -17,13 +17,13 @@ import numpy as np
 
 from agentenvs.actions import ExtractedAction, strip_span
 from agentenvs.core import TextEnv, Transition
+from agentenvs.envs.alfworld import SPEC
 from agentenvs.envs.alfworld.engine import AlfredEngine, cache_dir, user_data_dir
 from agentenvs.envs.alfworld.milestones import MilestoneTracker
 from agentenvs.envs.alfworld.official import official_splits, official_tasks, split_root
+from agentenvs.envs.alfworld.problem import GENERATOR_VERSION, TASK_TYPES, build_game, game_sha256, traj_data
 from agentenvs.errors import InvalidArgument, PanelIntegrityError, UnknownSplit
 from agentenvs.info import text_hash
-from agentenvs.tasks.alfworld.generate import GENERATOR_VERSION
-from agentenvs.tasks.alfworld.problem import TASK_TYPES, build_game, game_sha256, traj_data
 
 NOTHING_HAPPENS = "Nothing happens."
 VERL_AGENT_REWARD_SCALE = 10.0
@@ -51,9 +51,9 @@ inside <action>...</action>, e.g. <action>go to countertop 1</action>."""
 class ALFWorldEnv(TextEnv):
     """ALFWorld text games: goal ``Your task is to: ...``, success when the PDDL goal holds."""
 
-    name: ClassVar[str] = "alfworld"
-    version: ClassVar[str] = "1"
-    default_max_turns: ClassVar[int] = 50
+    name: ClassVar[str] = SPEC.name
+    version: ClassVar[str] = SPEC.version
+    default_max_turns: ClassVar[int] = SPEC.max_turns
     default_split: ClassVar[str] = "valid_unseen"
     action_format: ClassVar[str] = "one ALFWorld command inside <action>...</action> (e.g. 'go to fridge 1')"
     has_admissible_actions: ClassVar[bool] = True

@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from agentenvs.envs.alfworld.problem import TASK_TYPES
 from agentenvs.errors import InvalidArgument
-from agentenvs.tasks.alfworld.problem import TASK_TYPES
 
 OFFICIAL_SPLITS = ("train", "valid_seen", "valid_unseen")
 

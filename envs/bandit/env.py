@@ -23,6 +23,7 @@ import numpy as np
 from agentenvs import panels
 from agentenvs.actions import ExtractedAction
 from agentenvs.core import TextEnv, Transition, ascii_safe
+from agentenvs.envs.bandit import SPEC
 from agentenvs.envs.bandit.grammar import find_action, parse_action
 from agentenvs.envs.bandit.observation import arm_label, render_header, render_status
 from agentenvs.info import text_hash
@@ -39,9 +40,9 @@ def success_window(horizon: int) -> int:
 class BanditEnv(TextEnv):
     """A K-armed bandit over ``horizon`` pulls; ``max_turns`` is the task's horizon."""
 
-    name: ClassVar[str] = "bandit"
-    version: ClassVar[str] = "1"
-    default_max_turns: ClassVar[int] = 100
+    name: ClassVar[str] = SPEC.name
+    version: ClassVar[str] = SPEC.version
+    default_max_turns: ClassVar[int] = SPEC.max_turns
     """The longest horizon in the panels (10 arms); each reset sets ``max_turns`` to its task's horizon."""
     reward_range_: ClassVar[tuple[float, float]] = (-1.0, 2.0)
     """Bernoulli pays 0 or 1; Gaussian pays a mean in [0.05, 0.95] plus noise of at most 3 x 0.3."""

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentenvs.core import TEXT_CHARSET, TextEnv, Transition
+from agentenvs.envs.sciworld import SPEC
 from agentenvs.envs.sciworld.engine import (
     SIMPLIFICATIONS,
     UNKNOWN_ACTION,
@@ -75,9 +76,9 @@ def task_turn_limit(task: dict[str, Any]) -> int:
 class ScienceWorldEnv(TextEnv):
     """One ScienceWorld episode at a time, on a JVM of its own that is reused across resets."""
 
-    name: ClassVar[str] = "sciworld"
-    version: ClassVar[str] = "1"
-    default_max_turns: ClassVar[int] = 200
+    name: ClassVar[str] = SPEC.name
+    version: ClassVar[str] = SPEC.version
+    default_max_turns: ClassVar[int] = SPEC.max_turns
     """The least turn limit of a task; a task whose gold path is longer than half of it gets twice
     its gold path (one test task's gold path has 760 steps). ``max_turns=`` overrides both."""
     reward_range_: ClassVar[tuple[float, float]] = (-1.0, 1.0)

@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentenvs.panels import tasks_root, write_panels
+from agentenvs.envs.alfworld.problem import GENERATOR_VERSION, TASK_TYPES, build_game, game_sha256
+from agentenvs.panels import write_panels
 from agentenvs.seeding import derive_seed, rng_for
-from agentenvs.tasks.alfworld.problem import TASK_TYPES, build_game, game_sha256
 from agentenvs.tasks.alfworld.sampler import HELD_OUT_CLASSES, NoCandidate, draw_spec
 
-GENERATOR_VERSION = "1"
 SEED = 20261202
 MAX_ATTEMPTS = 50
 SPLIT_SIZES: dict[str, dict[str, int]] = {
@@ -138,11 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED, help=f"generator seed (default {SEED}, the committed panels)")
     parser.add_argument("--processes", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="tasks root to write <root>/alfworld/ under (default: the package's tasks/)")  # fmt: skip
+                        help="tasks root to write <root>/alfworld/ under (default: the spec's folder)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.processes < 1:
         parser.error("--processes must be at least 1")
-    manifest, elapsed = generate(args.splits, root=args.out or tasks_root(), seed=args.seed, processes=args.processes)
+    manifest, elapsed = generate(args.splits, root=args.out, seed=args.seed, processes=args.processes)
     print(f"wrote {manifest} in {elapsed:.1f} s")
     return 0
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from agentenvs.tasks.alfworld.problem import goal_text
-from agentenvs.tasks.alfworld.scenes import LAMPS, Scene, can_contain, load_scene, scene_type
+from agentenvs.envs.alfworld.problem import goal_text
+from agentenvs.envs.alfworld.scenes import LAMPS, Scene, can_contain, load_scene, scene_type
 
 HELD_OUT_CLASSES = frozenset({"Tomato", "Cup", "Lettuce", "Cloth", "CD", "Pillow", "Ladle"})
 """Object classes that appear only in ``valid_unseen`` (there as every target): with the held-out

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agentenvs.tasks.alfworld.problem import build_game, game_sha256, traj_data
+from agentenvs.envs.alfworld.problem import build_game, game_sha256, traj_data
 
 
 class Solver:

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from agentenvs.panels import tasks_root, write_panels
+from agentenvs.panels import panel_dir, write_panels
 from agentenvs.seeding import rng_for
 
 GENERATOR_VERSION = "1"
@@ -88,10 +88,15 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m agentenvs.tasks.bandit.generate",
         description="Regenerate the frozen bandit panels (byte-identical unless the generator changed).",
     )
-    parser.add_argument("--root", type=Path, default=None, help="folder to write <root>/bandit/ into (default: tasks/)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="folder to write <root>/bandit/ into (default: the spec's folder)",
+    )
     args = parser.parse_args(argv)
     manifest = generate(args.root)
-    print(f"wrote {manifest} (panels under {(args.root or tasks_root()) / 'bandit' / 'panels'})")
+    print(f"wrote {manifest} (panels under {panel_dir('bandit', args.root) / 'panels'})")
     return 0
 
 

@@ -11,8 +11,8 @@ from collections import Counter
 import pytest
 
 from agentenvs import panels
+from agentenvs.envs.alfworld.problem import TASK_TYPES, build_game, game_logic, game_sha256
 from agentenvs.tasks.alfworld import generate
-from agentenvs.tasks.alfworld.problem import TASK_TYPES, build_game, game_logic, game_sha256
 from agentenvs.tasks.alfworld.sampler import HELD_OUT_CLASSES, split_rules
 
 SPLITS = ("train", "valid_seen", "valid_unseen")

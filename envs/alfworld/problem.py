@@ -15,7 +15,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from agentenvs.tasks.alfworld.scenes import LAMPS, load_scene, location_name, mangle, object_id
+from agentenvs.envs.alfworld.scenes import LAMPS, load_scene, location_name, mangle, object_id
+
+GENERATOR_VERSION = "1"
+"""The version of the game format built from a task; built games are cached per version."""
 
 TASK_TYPES = (
     "pick_and_place_simple",
