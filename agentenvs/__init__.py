@@ -4,14 +4,13 @@
 checks are imported on first use.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 from agentenvs import errors
 from agentenvs.actions import ExtractedAction, extract_action
-from agentenvs.registry import EnvSpec, env_class, install_gymnasium_hook, list_envs, make, register, spec
+from agentenvs.registry import EnvSpec, env_class, list_envs, make, register, spec
+from agentenvs.registry import install_gymnasium_hook as _install_gymnasium_hook
 
 __version__ = "0.1.0"
 
@@ -25,16 +24,16 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "_Any":
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agentenvs' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
-def describe(name: str, **kwargs: Any) -> dict[str, Any]:
+def describe(name: str, **kwargs: "_Any") -> "dict[str, _Any]":
     """The self-description of a registered environment (see ``TextEnv.describe``)."""
     env = make(name, **kwargs)
     try:
@@ -43,7 +42,7 @@ def describe(name: str, **kwargs: Any) -> dict[str, Any]:
         env.close()
 
 
-install_gymnasium_hook()
+_install_gymnasium_hook()
 
 __all__ = [
     "EnvSpec",

@@ -171,3 +171,13 @@ def test_every_builtin_has_a_spec_in_its_own_package():
         assert entry.entry_point.startswith(f"agentenvs.envs.{name}.") and entry.panels == f"agentenvs.tasks.{name}"
         assert agentenvs.env_class(name).version == entry.version
         assert agentenvs.env_class(name).default_max_turns == entry.max_turns
+
+
+def test_the_top_level_exports_its_api_only():
+    import types
+
+    public = {name for name in dir(agentenvs) if not name.startswith("_")}
+    modules = {name for name in public if isinstance(getattr(agentenvs, name), types.ModuleType)}
+    extra = public - set(agentenvs.__all__) - modules
+    assert not extra, f"agentenvs exposes {sorted(extra)} outside __all__"
+    assert all(hasattr(agentenvs, name) for name in agentenvs.__all__)

@@ -73,9 +73,9 @@ def test_game_logic_is_the_official_game_files_logic():
     import re
     from pathlib import Path
 
-    official = Path(
-        os.environ.get("AGENTENVS_ALFWORLD_OFFICIAL", "/work/shared/data/alfworld"), "json_2.1.1", "valid_seen"
-    )
+    repo = Path(__file__).resolve().parents[2]
+    shared = Path(os.environ.get("AGENTENVS_SHARED_DATA") or repo.parent / "shared" / "data")
+    official = shared / "alfworld" / "json_2.1.1" / "valid_seen"
     games = sorted(official.glob("*/*/game.tw-pddl"))[:3] if official.is_dir() else []
     if not games:
         pytest.skip(f"official ALFWorld game files not found under {official}")
