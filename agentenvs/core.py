@@ -89,6 +89,7 @@ class TextEnv(gym.Env[str, str]):
             raise InvalidArgument(f"max_turns must be a positive integer, got {max_turns!r}")
         if render_mode not in (None, "ansi"):
             raise InvalidArgument(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self._requested_max_turns = max_turns
         self.max_turns = max_turns or self.default_max_turns
         self.privileged = bool(privileged)
         self.render_mode = render_mode
@@ -119,6 +120,11 @@ class TextEnv(gym.Env[str, str]):
     def _set_state(self, native: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """Restore ``_get_state``'s snapshot; return the observation and environment info at that point."""
         raise InvalidArgument(f"{self.name} has no native state; restore by replay (omit 'native')")
+
+    def turn_limit(self, task: dict[str, Any], requested: int | None) -> int:
+        """The episode's turn limit: the caller's ``max_turns``, else the spec's default. An environment whose
+        tasks carry their own limit overrides this (the one place limits are resolved: docs/contract.md)."""
+        return requested or self.default_max_turns
 
     def _describe(self) -> dict[str, Any]:
         """Environment-specific additions to :meth:`describe`."""
@@ -170,6 +176,7 @@ class TextEnv(gym.Env[str, str]):
         task = self._resolve_task(split, options.get("task_id"), seed)
         self._task, self._split, self._seed = task, split, seed
         self._turn, self._done, self._actions = 0, False, []
+        self.max_turns = self.turn_limit(task, self._requested_max_turns)
         observation, env_info = self._reset(task, rng_for(self.name, task["task_id"], seed))
         self._last_observation = observation
         return observation, self._assemble_info(env_info)

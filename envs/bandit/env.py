@@ -61,19 +61,19 @@ class BanditEnv(TextEnv):
     names_admissible: ClassVar[bool] = False
     """Whether ``admissible_actions`` also lists the arms' names (the grammar takes both forms either way)."""
 
-    def __init__(self, *, max_turns: int | None = None, privileged: bool = False, render_mode: str | None = None):
-        super().__init__(max_turns=max_turns, privileged=privileged, render_mode=render_mode)
-        self._max_turns_cap = max_turns
-
     # ------------------------------------------------------------------ hooks
 
-    def _reset(self, task: dict[str, Any], rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    def turn_limit(self, task: dict[str, Any], requested: int | None) -> int:
+        """The task's horizon, or fewer turns when the caller asks for fewer."""
         horizon = int(task["horizon"])
-        self.max_turns = min(self._max_turns_cap or horizon, horizon)
+        return min(requested or horizon, horizon)
+
+    def _reset(self, task: dict[str, Any], rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
         self._arms: list[str] = list(task["arms"])
         self._means = np.asarray(task["means"], dtype=float)
         self._stds = np.asarray(task.get("stds", [0.0] * len(self._arms)), dtype=float)
         self._best = int(np.argmax(self._means))
+        horizon = int(task["horizon"])
         self._uniform = rng.random(horizon)
         self._normal = np.clip(rng.standard_normal(horizon), -NOISE_CLIP, NOISE_CLIP)
         self._counts = [0] * len(self._arms)

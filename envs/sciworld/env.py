@@ -111,7 +111,6 @@ class ScienceWorldEnv(TextEnv):
         deterministic: bool = True,
     ):
         super().__init__(max_turns=max_turns, privileged=privileged, render_mode=render_mode)
-        self._fixed_max_turns = max_turns is not None
         if reward not in REWARD_MODES:
             raise InvalidArgument(f"reward must be one of {REWARD_MODES}, got {reward!r}")
         if isinstance(heap_mb, bool) or not isinstance(heap_mb, int) or heap_mb < 128:
@@ -130,11 +129,13 @@ class ScienceWorldEnv(TextEnv):
 
     # ------------------------------------------------------------------ episode
 
+    def turn_limit(self, task: dict[str, Any], requested: int | None) -> int:
+        """The caller's ``max_turns``, else the task's own limit (:func:`task_turn_limit`)."""
+        return requested or task_turn_limit(task)
+
     def _reset(self, task: dict[str, Any], rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
         """Load a fresh world of the task's variation (the engine has no randomness beyond it)."""
         self.jvm.start()
-        if not self._fixed_max_turns:
-            self.max_turns = task_turn_limit(task)
         name = task["task_name"]
         simplified = simplification_string(name, self.simplifications)
         plan_now = self.privileged and "gold" not in task
