@@ -66,7 +66,7 @@ def _drop_end_keys(info: dict[str, Any]) -> dict[str, Any]:
 
 
 class TextEnv(gym.Env[str, str]):
-    """A multi-turn text environment with the agentenvs contract (DESIGN §2)."""
+    """A multi-turn text environment with the agentenvs contract (docs/contract.md)."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
 
