@@ -30,10 +30,9 @@ from agentenvs.registry import env_class
 from agentenvs.registry import make as make_local
 from agentenvs.rollout.llm import InfraError, PolicyError
 from agentenvs.rollout.policy import EpisodeContext, Policy
-from agentenvs.rollout.records import EpisodeRecord, EpisodeWriter, StepRecord, read_jsonl, step_info
+from agentenvs.rollout.records import EpisodeRecord, StepRecord, step_info
+from agentenvs.rollout.store import EPISODES_FILE, EpisodeStore
 from agentenvs.seeding import derive_seed, rng_for
-
-EPISODES_FILE = "episodes.jsonl"
 
 
 class EpisodeTimeout(AgentEnvsError, TimeoutError):
@@ -185,7 +184,7 @@ def run_rollouts(
     if config.max_turns is not None:
         kwargs["max_turns"] = config.max_turns
     source = EnvSource(env, pool, kwargs)
-    writer = None
+    store = None if out is None else EpisodeStore(Path(out) / EPISODES_FILE)
     try:
         first = source.take()
         description = first.describe()
@@ -196,25 +195,22 @@ def run_rollouts(
             local = first if pool is None else None
             episodes = plan_episodes(env, split, n, group_size, seed=seed, tasks=task_ids(env, split, local))
         source.give_back(first)
-        done: dict[str, EpisodeRecord] = {}
-        if out is not None:
-            path = Path(out) / EPISODES_FILE
-            if resume and path.is_file():
-                done = {r.episode_id: r for r in read_jsonl(path)}
-            writer = EpisodeWriter(path)
+        if store is not None and not resume:
+            store.rewrite([])  # a run started over never mixes with the old file's episodes
+        done = store.finished() if store is not None else {}
         todo = [spec for spec in episodes if spec.episode_id not in done]
         identity = _identity(env, description)
         results = dict(done)
         for record in _run_all(todo, policy, source, description, identity, config):
             results[record.episode_id] = record
-            if writer is not None:
-                writer.write(record)
+            if store is not None:
+                store.add(record)
             if on_record is not None:
                 on_record(record)
         return [results[spec.episode_id] for spec in episodes if spec.episode_id in results]
     finally:
-        if writer is not None:
-            writer.close()
+        if store is not None:
+            store.close()
         source.close()
         if owned:
             pool.close()

@@ -482,6 +482,7 @@ class Trainer:
                 policy.close()
         if self._env is not None:
             self._env.close()
+        self.log.close()
 
     def __enter__(self) -> Trainer:
         return self
