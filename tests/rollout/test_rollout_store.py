@@ -12,32 +12,15 @@ import threading
 from collections import Counter
 
 import pytest
+from test_rollout_records import make_record
 
 from agentenvs.errors import InvalidArgument
-from agentenvs.rollout.records import EpisodeRecord, StepRecord
+from agentenvs.rollout.records import EpisodeRecord
 from agentenvs.rollout.store import EpisodeStore, JsonlLog, read_jsonl, repair_tail, write_jsonl
 
 
 def record(episode_id: str) -> EpisodeRecord:
-    step = StepRecord(1, "Arms: pull[0]", "<action>pull[0]</action>", "pull[0]", [8, 15], 1.0, True, False)
-    return EpisodeRecord(
-        episode_id=episode_id,
-        group_id=episode_id.rsplit("/", 1)[0],
-        env="bandit",
-        env_version="1",
-        split="test",
-        panel_hash="h",
-        task_id="t0",
-        task_type=None,
-        seed=7,
-        policy={"name": "random"},
-        sampling={},
-        steps=[step],
-        success=True,
-        score=1.0,
-        end_reason="success",
-        num_turns=1,
-    )
+    return make_record(episode_id)
 
 
 def test_appends_from_many_threads_are_whole_lines(tmp_path):
