@@ -79,4 +79,3 @@ class TinyBandit(BanditEnv):
 
     def _describe(self) -> dict[str, Any]:
         return {"task_types": ["gold-k2"], "horizon": self.horizon, "good_arm": GOOD_ARM}
-
