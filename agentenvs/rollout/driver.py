@@ -195,11 +195,9 @@ def run_rollouts(
             local = first if pool is None else None
             episodes = plan_episodes(env, split, n, group_size, seed=seed, tasks=task_ids(env, split, local))
         source.give_back(first)
-        if store is not None and not resume:
-            store.rewrite([])  # a run started over never mixes with the old file's episodes
-        done = store.finished() if store is not None else {}
-        todo = [spec for spec in episodes if spec.episode_id not in done]
         identity = _identity(env, description)
+        done = _resumed(store, resume, identity, policy) if store is not None else {}
+        todo = [spec for spec in episodes if spec.episode_id not in done]
         results = dict(done)
         for record in _run_all(todo, policy, source, description, identity, config):
             results[record.episode_id] = record
@@ -218,6 +216,32 @@ def run_rollouts(
 
 def _identity(env: str, description: dict[str, Any]) -> dict[str, Any]:
     return {"env": env, "env_version": str(description.get("version", ""))}
+
+
+def _resumed(store: EpisodeStore, resume: bool, identity: dict[str, Any], policy: Policy) -> dict[str, EpisodeRecord]:
+    """The episodes a run keeps from its file: none without ``resume`` (the file is emptied, never
+    mixed); with it, every stored one, which must come from the same environment version, panel and
+    policy (docs/rollout.md, "The driver")."""
+    if not resume:
+        store.rewrite([])
+        return {}
+    done = store.finished()
+    panels_now = {split: _panel_hash(identity["env"], split) for split in {r.split for r in done.values()}}
+    for record in done.values():
+        stored = (record.env_version, record.panel_hash, _policy_model(record.policy))
+        current = (identity["env_version"], panels_now[record.split], _policy_model(policy.describe()))
+        if stored != current:
+            raise InvalidArgument(
+                f"{store.path} holds episodes of another run (env version, panel hash, policy: {stored}; now "
+                f"{current}); its episodes would mix with this run's, so give a new --out folder, or --no-resume "
+                "to start the file over"
+            )
+    return done
+
+
+def _policy_model(described: dict[str, Any]) -> dict[str, Any]:
+    """What of a policy's ``describe()`` must match to resume: its name, model and seed."""
+    return {key: described.get(key) for key in ("name", "model", "seed")}
 
 
 def _panel_hash(env: str, split: str) -> str:

@@ -130,3 +130,19 @@ def test_a_writer_killed_mid_record_resumes_with_every_episode_once(tmp_path, co
     ids = Counter(json.loads(line)["episode_id"] for line in lines)
     assert len(ids) == 10 and set(ids.values()) == {1}, f"an episode is missing or there twice: {ids}"
     assert (tmp_path / ("summary.json" if command == "rollout" else "results.json")).is_file()
+
+
+def test_rollout_into_a_folder_of_another_run_stops_and_no_resume_starts_it_over(tmp_path, capsys):
+    from agentenvs.cli import main
+
+    args = ["rollout", "--env", "bandit", "--n", "2", "--no-progress", "--out", str(tmp_path)]
+    assert main([*args, "--policy", "random"]) == 0
+    assert main([*args, "--policy", "random", "--seed", "0"]) == 0  # the same run: resumed, nothing added
+    assert len(EpisodeStore(tmp_path / "episodes.jsonl").rows()) == 2
+    assert main([*args, "--policy", "random", "--temperature", "0.5"]) == 0  # scripted: sampling is not its identity
+    capsys.readouterr()
+    # same episode ids (same seed) from another policy: refused, never mixed
+    assert main([*args, "--policy", "expert"]) == 2
+    assert "holds episodes of another run" in capsys.readouterr().err
+    assert main([*args, "--policy", "expert", "--no-resume"]) == 0
+    assert [r["policy"]["name"] for r in EpisodeStore(tmp_path / "episodes.jsonl").rows()] == ["expert", "expert"]
