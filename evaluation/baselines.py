@@ -95,8 +95,12 @@ def run_plan(
     servers: Sequence[str] = (),
     progress: bool = True,
     skip: set[str] | None = None,
+    fresh_on_mismatch: bool = False,
 ) -> list[Path]:
-    """Run every planned evaluation whose environment is available; returns the results files."""
+    """Run every planned evaluation whose environment is available; returns the results files.
+
+    ``fresh_on_mismatch``: a run folder left by another identity (an older env version, panel or
+    model) is started over instead of stopping with an error (see ``evaluate``)."""
     from agentenvs.evaluation.cli import print_summary
     from agentenvs.evaluation.runner import run_id
 
@@ -111,7 +115,7 @@ def run_plan(
         split = planned.split or agentenvs.describe(planned.env)["default_split"]
         folder = out / run_id(config, split, {"name": planned.policy})
         print(f"-- {planned.env} {planned.split or ''} {planned.policy} k={planned.k} limit={planned.limit}")
-        path = evaluate(config, folder, progress=progress)
+        path = evaluate(config, folder, progress=progress, fresh_on_mismatch=fresh_on_mismatch)
         print_summary(json.loads(path.read_text(encoding="utf-8")))
         written.append(path)
     return written

@@ -6,8 +6,9 @@
    baselines on small panels, through that server (the ``demo`` plan of ``baselines.py``);
 3. build the leaderboard (markdown and a self-contained HTML page) and print where to open it.
 
-Runs go to ``$XDG_CACHE_HOME/agentenvs/evaluation/demo/`` and resume if interrupted; ``--fresh``
-starts over.
+Runs go to ``$XDG_CACHE_HOME/agentenvs/evaluation/demo/`` and resume if interrupted; a run whose
+identity changed (an upgraded environment, a regenerated panel, another model) starts over on its
+own, and ``--fresh`` starts everything over.
 """
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     with launch_server(served, workers=args.workers, timeout=180) as server:
         print(f"demo: server at {server.url} (pid {server.pid})")
         results = run_plan(
-            plan, args.out / "runs", servers=[server.url], progress=not args.no_progress, skip=set(missing)
+            plan,
+            args.out / "runs",
+            servers=[server.url],
+            progress=not args.no_progress,
+            skip=set(missing),
+            fresh_on_mismatch=True,
         )
     pages = build(args.out / "runs", args.out / "site")
     wall = time.monotonic() - started

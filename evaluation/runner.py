@@ -1,13 +1,17 @@
 """The eval runner: k samples of every task of a panel, resumable, scored into a results file.
 
-A run lives in one folder: ``run.json`` (its settings, checked on resume), ``episodes.jsonl`` (one
-record per finished episode, appended durably) and ``results.json``. Running the same command again
-continues where an interrupted run stopped: finished (task, sample) pairs are skipped.
+A run lives in one folder: ``run.json`` (its identity, checked on resume), ``episodes.jsonl`` (the
+``EpisodeStore``: one record per finished episode, appended durably) and ``results.json``. Running the
+same command again continues where an interrupted run stopped: finished (task, sample) pairs are
+skipped. The identity holds the settings and what the settings do not pin down (the environment's
+version, the panel's checksum, the model's identity), so an upgrade never resumes old episodes into
+new scores (docs/evaluation.md, "Resuming").
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +22,7 @@ from agentenvs import panels
 from agentenvs.errors import InvalidArgument
 from agentenvs.evaluation.results import make_results, policy_label, write_results
 from agentenvs.evaluation.scoring import group_runs, load_records, score_records
-from agentenvs.evaluation.store import DurableAppender, finished, repair_tail
+from agentenvs.rollout.store import EpisodeStore
 from agentenvs.seeding import derive_seed
 
 EPISODES = "episodes.jsonl"
@@ -53,12 +57,17 @@ class EvalConfig:
         if self.concurrency < 1:
             raise InvalidArgument(f"--concurrency must be at least 1, got {self.concurrency}")
 
-    def identity(self, split: str) -> dict[str, Any]:
-        """The settings that define the run (a resumed run must have the same)."""
+    def identity(self, split: str, model: dict[str, Any]) -> dict[str, Any]:
+        """What defines the run: a resumed run must have the same (``model``: the policy's ``identity()``)."""
+        import agentenvs
+
         return {
             "env": self.env,
+            "env_version": str(agentenvs.env_class(self.env).version),
             "split": split,
+            "panel_hash": panels.panel_hash(self.env, split),
             "policy": self.policy,
+            "model": model,
             "k": self.k,
             "limit": self.limit,
             "max_turns": self.max_turns,
@@ -66,6 +75,12 @@ class EvalConfig:
             "sampling": dict(sorted(self.sampling.items())),
             "env_kwargs": dict(sorted(self.env_kwargs.items())),
         }
+
+
+class RunMismatch(InvalidArgument):
+    """The run folder holds a run with another identity (other settings, env version, panel or model)."""
+
+    code = "run_mismatch"
 
 
 def select_tasks(tasks: Sequence[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
@@ -91,17 +106,23 @@ def run_id(config: EvalConfig, split: str, policy: dict[str, Any]) -> str:
     return "".join(ch if ch.isalnum() or ch in "._" else "-" for ch in raw).strip("-")
 
 
-def _check_or_write_run(folder: Path, identity: dict[str, Any]) -> dict[str, Any]:
+def open_run(folder: Path, identity: dict[str, Any], *, fresh_on_mismatch: bool = False) -> dict[str, Any]:
+    """The run state in ``folder`` (written when new); a folder of another run is an error, or with
+    ``fresh_on_mismatch`` is emptied so the run starts over (its old episodes never mix in)."""
     path = folder / RUN
     if path.is_file():
         stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored.get("identity") != identity:
-            differing = sorted(k for k in identity if stored.get("identity", {}).get(k) != identity[k])
-            raise InvalidArgument(
-                f"{folder} holds another run (it differs in {', '.join(differing)}); give a new --out folder, "
-                "or delete this one to start over"
+        old = stored.get("identity", {})
+        if old == identity:
+            return stored
+        differing = sorted(k for k in identity.keys() | old.keys() if old.get(k) != identity.get(k))
+        if not fresh_on_mismatch:
+            raise RunMismatch(
+                f"{folder} holds another run (it differs in {', '.join(differing)}); its episodes would mix with "
+                "this run's, so give a new --out folder, or delete this one to start over"
             )
-        return stored
+        print(f"{folder} held another run (it differs in {', '.join(differing)}); starting it over")
+        shutil.rmtree(folder)
     stored = {"identity": identity, "elapsed_s": 0.0, "sessions": 0}
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -141,12 +162,23 @@ def _play(config: EvalConfig, specs: list[Any], policy: Any, sink: Any, progress
         episodes=specs,
         servers=list(config.servers) or None,
         config=rollout,
-        on_record=lambda record: sink(record.to_dict()),
+        on_record=sink,
     )
 
 
-def evaluate(config: EvalConfig, out: str | Path, *, progress: bool = True, resamples: int = 2000) -> Path:
-    """Run (or resume) an evaluation into ``out`` and return the path of its ``results.json``."""
+def evaluate(
+    config: EvalConfig,
+    out: str | Path,
+    *,
+    progress: bool = True,
+    resamples: int = 2000,
+    fresh_on_mismatch: bool = False,
+) -> Path:
+    """Run (or resume) an evaluation into ``out`` and return the path of its ``results.json``.
+
+    A folder that holds a run of another identity is an error (:class:`RunMismatch`), or with
+    ``fresh_on_mismatch`` (the demo's cache) is started over.
+    """
     import agentenvs
     from agentenvs.rollout.factory import make_policy
 
@@ -157,27 +189,39 @@ def evaluate(config: EvalConfig, out: str | Path, *, progress: bool = True, resa
     if split not in description["splits"]:
         raise InvalidArgument(f"{config.env} has no split {split!r}; its splits are {sorted(description['splits'])}")
     tasks = select_tasks(panels.load_panel(config.env, split), config.limit)
-    state = _check_or_write_run(folder, config.identity(split))
-    episodes = folder / EPISODES
-    repair_tail(episodes)
-    wanted = {(task["task_id"], member) for task in tasks for member in range(config.k)}
-    done = {pair_of(record) for record in finished(episodes)} & wanted
-    todo = [
-        episode_spec(config, split, task["task_id"], member)
-        for task in tasks
-        for member in range(config.k)
-        if (task["task_id"], member) not in done
-    ]
-    if done:
-        print(f"resuming {folder}: {len(done)} of {len(wanted)} episodes already finished")
-    if todo:
-        policy = make_policy(config.policy, seed=config.seed, **config.sampling)
-        with policy, DurableAppender(episodes) as store:
-            _play(config, todo, policy, store.append, progress)
-    records = _records_for(finished(episodes), wanted)
+    with make_policy(config.policy, seed=config.seed, **config.sampling) as policy:
+        identity = config.identity(split, policy.identity())
+        state = open_run(folder, identity, fresh_on_mismatch=fresh_on_mismatch)
+        with EpisodeStore(folder / EPISODES) as store:
+            wanted = {(task["task_id"], member) for task in tasks for member in range(config.k)}
+            done = {pair_of(record) for record in store.rows()} & wanted
+            todo = [
+                episode_spec(config, split, task["task_id"], member)
+                for task in tasks
+                for member in range(config.k)
+                if (task["task_id"], member) not in done
+            ]
+            if done:
+                print(f"resuming {folder}: {len(done)} of {len(wanted)} episodes already finished")
+            if todo:
+                _play(config, todo, policy, store.add, progress)
+            records = _records_for(store.rows(), wanted)
     elapsed = float(state.get("elapsed_s", 0.0)) + time.monotonic() - started
     state.update(elapsed_s=round(elapsed, 2), sessions=int(state.get("sessions", 0)) + 1)
     (folder / RUN).write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return _write_run_results(config, folder, description, split, tasks, records, elapsed, resamples)
+
+
+def _write_run_results(
+    config: EvalConfig,
+    folder: Path,
+    description: dict[str, Any],
+    split: str,
+    tasks: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    elapsed: float,
+    resamples: int,
+) -> Path:
     max_turns = config.max_turns or description["max_turns"]
     scored = score_records(records, max_turns=max_turns, resamples=resamples)
     result = make_results(
@@ -203,7 +247,7 @@ def evaluate(config: EvalConfig, out: str | Path, *, progress: bool = True, resa
             "time_limit_s": config.time_limit_s,
         },
         scored=scored,
-        episodes_file=episodes,
+        episodes_file=folder / EPISODES,
         wall_time_s=elapsed,
     )
     result["run_id"] = run_id(config, split, result["policy"])

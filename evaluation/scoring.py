@@ -1,4 +1,4 @@
-"""Scorers: episode records (DESIGN §5) in, leaderboard metrics out, with nothing run again.
+"""Scorers: episode records (docs/rollout.md) in, leaderboard metrics out, with nothing run again.
 
 Everything here reads only the fields of the episode record, so stored JSONL files can be re-scored
 at any time (``agentenvs eval --rescore FILE``). Tasks are the unit of averaging and resampling:
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,8 @@ import numpy as np
 
 from agentenvs.errors import InvalidArgument
 from agentenvs.evaluation.metrics import estimate, k_grid, pass_at_k, pass_at_k_t
+from agentenvs.rollout.store import EpisodeStore, episode_files
 
-EPISODE_SCHEMA_PREFIX = "agentenvs.episode/"
 EXCLUDED_CAUSES = frozenset({"infra"})
 """Episodes that failed for infrastructure reasons say nothing about the policy; they are counted
 in ``excluded`` and left out of every metric."""
@@ -26,40 +26,9 @@ in ``excluded`` and left out of every metric."""
 RUN_KEY_FIELDS = ("env", "env_version", "split", "panel_hash")
 
 
-def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The episode records of one JSONL file; a torn last line (an interrupted write) is skipped."""
-    path = Path(path)
-    with open(path, encoding="utf-8") as handle:
-        lines = handle.readlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines) and not line.endswith("\n"):
-                return
-            raise InvalidArgument(f"{path}:{number} is not JSON; an episode file holds one record a line") from None
-        schema = record.get("schema", "") if isinstance(record, dict) else ""
-        if not str(schema).startswith(EPISODE_SCHEMA_PREFIX):
-            raise InvalidArgument(
-                f"{path}:{number} is not an episode record (schema {schema!r}, expected 'agentenvs.episode/1'); "
-                "pass the episodes.jsonl written by `agentenvs eval` or `agentenvs rollout`"
-            )
-        yield record
-
-
 def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """The records of several JSONL files, or of every ``*.jsonl`` below a folder."""
-    records: list[dict[str, Any]] = []
-    for item in paths:
-        item = Path(item)
-        files = sorted(item.rglob("*.jsonl")) if item.is_dir() else [item]
-        if not files or not all(f.is_file() for f in files):
-            raise InvalidArgument(f"no episode files at {item}; give a .jsonl file or a folder holding some")
-        for file in files:
-            records.extend(iter_records(file))
-    return records
+    """The records of several episode files, or of every ``*.jsonl`` below a folder."""
+    return [row for item in paths for file in episode_files(item, recursive=True) for row in EpisodeStore(file).rows()]
 
 
 def run_key(record: dict[str, Any]) -> tuple[Any, ...]:

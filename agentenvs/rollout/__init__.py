@@ -2,8 +2,10 @@
 
 The pieces (each in its own module; heavy ones import torch or requests only when used):
 
-- ``records``: ``EpisodeRecord`` (schema ``agentenvs.episode/1``), ``StepRecord``, ``TokenRecord``,
-  ``read_jsonl`` / ``write_jsonl`` / ``EpisodeWriter``. Trainers and scorers read only these.
+- ``records``: ``EpisodeRecord`` (schema ``agentenvs.episode/1``), ``StepRecord``, ``TokenRecord``.
+  Trainers and scorers read only these.
+- ``store``: ``EpisodeStore``, the append-only episode file of rollouts, evaluations and training
+  (flushed per record, torn last line recovered, resumed by ``episode_id``); ``read_jsonl`` / ``write_jsonl``.
 - ``policy``: the ``Policy`` protocol. A policy is shared by all episodes (and threads); for each
   episode the driver calls ``policy.begin(context) -> Actor``, then ``actor.act(observation, info)
   -> Decision`` once per turn, and ``actor.tokens()`` at the end (a ``TokenRecord`` or None).
@@ -33,7 +35,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from agentenvs.rollout.records import EpisodeRecord, EpisodeWriter, StepRecord, TokenRecord, read_jsonl, write_jsonl
+from agentenvs.rollout.records import EpisodeRecord, StepRecord, TokenRecord
+from agentenvs.rollout.store import EpisodeStore, read_jsonl, write_jsonl
 
 _LAZY = {
     "Policy": "agentenvs.rollout.policy",
@@ -62,4 +65,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["EpisodeRecord", "EpisodeWriter", "StepRecord", "TokenRecord", "read_jsonl", "write_jsonl", *_LAZY]
+__all__ = ["EpisodeRecord", "EpisodeStore", "StepRecord", "TokenRecord", "read_jsonl", "write_jsonl", *_LAZY]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from agentenvs.errors import AgentEnvsError
 from agentenvs.rollout.factory import SPECS
 
 EPILOG = """\
@@ -23,7 +25,9 @@ policies (--policy):
 
 --n counts groups: the run holds N x G episodes; the G episodes of a group share task and seed.
 Records go to DIR/episodes.jsonl (schema agentenvs.episode/1, see docs/rollout.md); a run that is
-started again with the same arguments skips the episodes already there. DIR/summary.json sums it up.
+started again with the same arguments skips the episodes already there (a half-written last line left by
+a crash is cut off); a DIR holding episodes of another env version, panel or policy is refused, and
+--no-resume starts the file over. DIR/summary.json sums it up.
 
 examples:
   agentenvs rollout --env bandit --policy random --n 20 --group-size 4 --out runs/random
@@ -58,6 +62,14 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except AgentEnvsError as exc:  # a usage problem (a folder of another run, a bad spec): say it, no traceback
+        print(f"agentenvs rollout: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     from agentenvs.rollout.driver import RolloutConfig, run_rollouts
     from agentenvs.rollout.factory import make_policy
 

@@ -30,10 +30,9 @@ from agentenvs.registry import env_class
 from agentenvs.registry import make as make_local
 from agentenvs.rollout.llm import InfraError, PolicyError
 from agentenvs.rollout.policy import EpisodeContext, Policy
-from agentenvs.rollout.records import EpisodeRecord, EpisodeWriter, StepRecord, read_jsonl, step_info
+from agentenvs.rollout.records import EpisodeRecord, StepRecord, step_info
+from agentenvs.rollout.store import EPISODES_FILE, EpisodeStore
 from agentenvs.seeding import derive_seed, rng_for
-
-EPISODES_FILE = "episodes.jsonl"
 
 
 class EpisodeTimeout(AgentEnvsError, TimeoutError):
@@ -185,7 +184,7 @@ def run_rollouts(
     if config.max_turns is not None:
         kwargs["max_turns"] = config.max_turns
     source = EnvSource(env, pool, kwargs)
-    writer = None
+    store = None if out is None else EpisodeStore(Path(out) / EPISODES_FILE)
     try:
         first = source.take()
         description = first.describe()
@@ -196,25 +195,20 @@ def run_rollouts(
             local = first if pool is None else None
             episodes = plan_episodes(env, split, n, group_size, seed=seed, tasks=task_ids(env, split, local))
         source.give_back(first)
-        done: dict[str, EpisodeRecord] = {}
-        if out is not None:
-            path = Path(out) / EPISODES_FILE
-            if resume and path.is_file():
-                done = {r.episode_id: r for r in read_jsonl(path)}
-            writer = EpisodeWriter(path)
-        todo = [spec for spec in episodes if spec.episode_id not in done]
         identity = _identity(env, description)
+        done = _resumed(store, resume, identity, policy) if store is not None else {}
+        todo = [spec for spec in episodes if spec.episode_id not in done]
         results = dict(done)
         for record in _run_all(todo, policy, source, description, identity, config):
             results[record.episode_id] = record
-            if writer is not None:
-                writer.write(record)
+            if store is not None:
+                store.add(record)
             if on_record is not None:
                 on_record(record)
         return [results[spec.episode_id] for spec in episodes if spec.episode_id in results]
     finally:
-        if writer is not None:
-            writer.close()
+        if store is not None:
+            store.close()
         source.close()
         if owned:
             pool.close()
@@ -222,6 +216,32 @@ def run_rollouts(
 
 def _identity(env: str, description: dict[str, Any]) -> dict[str, Any]:
     return {"env": env, "env_version": str(description.get("version", ""))}
+
+
+def _resumed(store: EpisodeStore, resume: bool, identity: dict[str, Any], policy: Policy) -> dict[str, EpisodeRecord]:
+    """The episodes a run keeps from its file: none without ``resume`` (the file is emptied, never
+    mixed); with it, every stored one, which must come from the same environment version, panel and
+    policy (docs/rollout.md, "The driver")."""
+    if not resume:
+        store.rewrite([])
+        return {}
+    done = store.finished()
+    panels_now = {split: _panel_hash(identity["env"], split) for split in {r.split for r in done.values()}}
+    for record in done.values():
+        stored = (record.env_version, record.panel_hash, _policy_model(record.policy))
+        current = (identity["env_version"], panels_now[record.split], _policy_model(policy.describe()))
+        if stored != current:
+            raise InvalidArgument(
+                f"{store.path} holds episodes of another run (env version, panel hash, policy: {stored}; now "
+                f"{current}); its episodes would mix with this run's, so give a new --out folder, or --no-resume "
+                "to start the file over"
+            )
+    return done
+
+
+def _policy_model(described: dict[str, Any]) -> dict[str, Any]:
+    """What of a policy's ``describe()`` must match to resume: its name, model and seed."""
+    return {key: described.get(key) for key in ("name", "model", "seed")}
 
 
 def _panel_hash(env: str, split: str) -> str:
@@ -267,74 +287,21 @@ def rollout_episode(
     """Play one episode; every failure ends up in the record, never as an exception."""
     started = time.monotonic()
     deadline = None if config.time_limit_s is None else started + config.time_limit_s
-    record = EpisodeRecord(
-        episode_id=spec.episode_id,
-        group_id=spec.group_id,
-        env=identity["env"],
-        env_version=identity["env_version"],
-        split=spec.split,
-        panel_hash=_panel_hash(identity["env"], spec.split),
-        task_id=spec.task_id or "",
-        task_type=None,
-        seed=spec.seed,
-        policy=policy.describe(),
-        sampling=policy.sampling,
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
+    record = _new_record(spec, policy, identity)
     timings = {"total_s": 0.0, "env_s": 0.0, "policy_s": 0.0}
     env = None
     actor = None
     healthy = False
     try:
         env = source.take()
-        options = {"split": spec.split} | ({"task_id": spec.task_id} if spec.task_id else {})
         tick = time.monotonic()
+        options = {"split": spec.split} | ({"task_id": spec.task_id} if spec.task_id else {})
         observation, info = env.reset(seed=spec.seed, options=options)
         timings["env_s"] += time.monotonic() - tick
         record.task_id = info.get("task_id", record.task_id)
         record.task_type = info.get("task_type")
-        context = EpisodeContext(
-            env=identity["env"],
-            description=description,
-            task_id=record.task_id,
-            split=spec.split,
-            seed=spec.seed,
-            group_id=spec.group_id,
-            episode_id=spec.episode_id,
-            member=spec.member,
-            policy_seed=derive_seed("policy", getattr(policy, "seed", 0), spec.episode_id),
-            extract_action=_guarded(env.extract_action),
-        )
-        actor = policy.begin(context)
-        if hasattr(actor, "set_deadline"):
-            actor.set_deadline(deadline)
-        max_chars = int(description.get("max_action_chars", 4096))
-        while True:
-            if deadline is not None and time.monotonic() > deadline:
-                raise EpisodeTimeout(f"the episode ran past its time limit of {config.time_limit_s:g} s")
-            tick = time.monotonic()
-            decision = _act(actor, observation, info)
-            timings["policy_s"] += time.monotonic() - tick
-            found = decision.action if decision.action and len(decision.action.action) <= max_chars else None
-            tick = time.monotonic()
-            next_observation, reward, terminated, truncated, info = env.step(found.action if found else "")
-            timings["env_s"] += time.monotonic() - tick
-            record.steps.append(
-                StepRecord(
-                    turn=len(record.steps) + 1,
-                    observation=observation,
-                    response=decision.response,
-                    action=found.action if found else "",
-                    action_span=[found.start, found.end] if found else None,
-                    reward=float(reward),
-                    terminated=bool(terminated),
-                    truncated=bool(truncated),
-                    info=step_info(info),
-                )
-            )
-            observation = record.final_observation = next_observation
-            if terminated or truncated:
-                break
+        actor = _begin(policy, env, spec, record.task_id, description, identity, deadline)
+        _play_turns(env, actor, observation, info, record, timings, deadline, config, description)
         healthy = True
         _finish(record)
     except _PolicyFailure as failure:
@@ -354,6 +321,93 @@ def rollout_episode(
         if env is not None:
             (source.give_back if healthy and record.failure_cause != "timeout" else source.discard)(env)
     return record
+
+
+def _new_record(spec: EpisodeSpec, policy: Policy, identity: dict[str, Any]) -> EpisodeRecord:
+    """The record of an episode about to start (an ``error`` until it ends otherwise)."""
+    return EpisodeRecord(
+        episode_id=spec.episode_id,
+        group_id=spec.group_id,
+        env=identity["env"],
+        env_version=identity["env_version"],
+        split=spec.split,
+        panel_hash=_panel_hash(identity["env"], spec.split),
+        task_id=spec.task_id or "",
+        task_type=None,
+        seed=spec.seed,
+        policy=policy.describe(),
+        sampling=policy.sampling,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def _begin(
+    policy: Policy,
+    env: Any,
+    spec: EpisodeSpec,
+    task_id: str,
+    description: dict[str, Any],
+    identity: dict[str, Any],
+    deadline: float | None,
+) -> Any:
+    """The policy's actor for this episode, told the episode's context and deadline."""
+    context = EpisodeContext(
+        env=identity["env"],
+        description=description,
+        task_id=task_id,
+        split=spec.split,
+        seed=spec.seed,
+        group_id=spec.group_id,
+        episode_id=spec.episode_id,
+        member=spec.member,
+        policy_seed=derive_seed("policy", getattr(policy, "seed", 0), spec.episode_id),
+        extract_action=_guarded(env.extract_action),
+    )
+    actor = policy.begin(context)
+    if hasattr(actor, "set_deadline"):
+        actor.set_deadline(deadline)
+    return actor
+
+
+def _play_turns(
+    env: Any,
+    actor: Any,
+    observation: str,
+    info: dict[str, Any],
+    record: EpisodeRecord,
+    timings: dict[str, float],
+    deadline: float | None,
+    config: RolloutConfig,
+    description: dict[str, Any],
+) -> None:
+    """Ask the actor and step the environment until the episode ends, a step record per turn."""
+    max_chars = int(description.get("max_action_chars", 4096))
+    while True:
+        if deadline is not None and time.monotonic() > deadline:
+            raise EpisodeTimeout(f"the episode ran past its time limit of {config.time_limit_s:g} s")
+        tick = time.monotonic()
+        decision = _act(actor, observation, info)
+        timings["policy_s"] += time.monotonic() - tick
+        found = decision.action if decision.action and len(decision.action.action) <= max_chars else None
+        tick = time.monotonic()
+        next_observation, reward, terminated, truncated, info = env.step(found.action if found else "")
+        timings["env_s"] += time.monotonic() - tick
+        record.steps.append(
+            StepRecord(
+                turn=len(record.steps) + 1,
+                observation=observation,
+                response=decision.response,
+                action=found.action if found else "",
+                action_span=[found.start, found.end] if found else None,
+                reward=float(reward),
+                terminated=bool(terminated),
+                truncated=bool(truncated),
+                info=step_info(info),
+            )
+        )
+        observation = record.final_observation = next_observation
+        if terminated or truncated:
+            return
 
 
 class _EnvCallFailed(Exception):

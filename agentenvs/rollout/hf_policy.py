@@ -9,6 +9,7 @@ of each sampled id is the log-softmax of the raw logits (``logprob_kind`` "raw",
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import threading
 from concurrent.futures import Future
@@ -19,6 +20,16 @@ from agentenvs.errors import InvalidArgument
 from agentenvs.rollout.llm import Generation, LLMPolicy, PolicyError, Sampling
 from agentenvs.rollout.prompting import HistoryConfig
 from agentenvs.rollout.tokens import ChatTokens
+
+
+def checkpoint_fingerprint(path: Path) -> str:
+    """A SHA-256 over the names, sizes and modification times of a checkpoint folder's files: cheap
+    for large weights, and changed whenever a file is written again."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        stat = file.stat()
+        digest.update(f"{file.relative_to(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 class TransformersPolicy(LLMPolicy):
@@ -68,6 +79,12 @@ class TransformersPolicy(LLMPolicy):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "device": self.device, "batch_size": self.batch_size}
 
+    def identity(self) -> dict[str, Any]:
+        """The checkpoint's name and a fingerprint of its files, so a regenerated or retrained
+        checkpoint at the same path counts as another model."""
+        path = Path(self.model_name)
+        return {**LLMPolicy.describe(self), "checkpoint": checkpoint_fingerprint(path) if path.is_dir() else None}
+
     def generate_ids(
         self, prompt_ids: list[int], seed: int, timeout_s: float | None, sampling: Sampling | None = None
     ) -> Generation:
@@ -78,10 +95,6 @@ class TransformersPolicy(LLMPolicy):
                 "use a windowed history (--history last:4) or fewer turns (max_turns)"
             )
         return self._batcher.submit((list(prompt_ids), int(seed), sampling or self.sampling_settings), timeout_s)
-
-    def generate_many(self, prompts: list[list[int]], seeds: list[int]) -> list[Generation]:
-        """Sample one completion per prompt in one batch (for callers that batch themselves)."""
-        return self._generate_batch([(p, s, self.sampling_settings) for p, s in zip(prompts, seeds, strict=True)])
 
     def close(self) -> None:
         self._batcher.close()

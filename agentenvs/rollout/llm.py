@@ -82,6 +82,8 @@ class LLMPolicy(Policy):
         return self.sampling_settings.to_dict()
 
     def describe(self) -> dict[str, Any]:
+        """The model and the prompting; a backend adds its own settings (and its ``identity`` keeps
+        only what changes behaviour, not a device or batch size, which only change rounding)."""
         return {"name": self.name, "model": self.model_name, "seed": self.seed, "history": self.history.to_dict()}
 
     def begin(self, context: EpisodeContext) -> Actor:

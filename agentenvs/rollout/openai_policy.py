@@ -77,6 +77,11 @@ class OpenAIPolicy(LLMPolicy):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "base_url": self.base_url, "mode": self.mode}
 
+    def identity(self) -> dict[str, Any]:
+        """The served model's name and the API mode; not the URL (a server may move ports). The
+        server's weights behind the name are its own: serve a new checkpoint under a new name."""
+        return {**LLMPolicy.describe(self), "mode": self.mode}
+
     # ------------------------------------------------------------------ set-up
 
     def _first_model(self) -> str:

@@ -76,6 +76,11 @@ class Policy(ABC):
         """The ``policy`` field of the records: ``name`` and the settings that shape behaviour."""
         return {"name": self.name}
 
+    def identity(self) -> dict[str, Any]:
+        """What fixes the policy's behaviour, for telling runs apart: a run resumes only episodes
+        played by a policy of the same identity (docs/evaluation.md, "Resuming")."""
+        return self.describe()
+
     @abstractmethod
     def begin(self, context: EpisodeContext) -> Actor:
         """A fresh actor for one episode."""

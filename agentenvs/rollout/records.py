@@ -1,4 +1,4 @@
-"""Episode records (DESIGN §5): one JSON object per line, the only thing scorers and trainers read.
+"""Episode records (docs/rollout.md): one JSON object per line, the only thing scorers and trainers read.
 
 ``EpisodeRecord`` holds an episode's identity (env, version, panel hash, task, seed, group), the policy
 and sampling settings, every step, the outcome, timings, and where a model acted, a ``TokenRecord``.
@@ -21,10 +21,7 @@ Token layout (``tokens``), per turn ``t``:
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from agentenvs.errors import InvalidArgument
@@ -182,7 +179,7 @@ class TokenRecord:
 
 @dataclass
 class EpisodeRecord:
-    """One episode, as DESIGN §5 and the team brief define it (schema ``agentenvs.episode/1``)."""
+    """One episode, as docs/rollout.md defines it (schema ``agentenvs.episode/1``)."""
 
     episode_id: str
     group_id: str
@@ -255,58 +252,3 @@ class EpisodeRecord:
     def usable_for_training(self) -> bool:
         """False for rollouts that infrastructure broke (``infra``, ``timeout``): trainers drop them."""
         return self.failure_cause not in ("infra", "timeout")
-
-
-def read_jsonl(path: str | Path) -> Iterator[EpisodeRecord]:
-    """The records of a JSONL file (a file or a folder of ``*.jsonl`` files), in order."""
-    path = Path(path)
-    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
-    if not files or not all(f.is_file() for f in files):
-        raise InvalidArgument(f"no episode records at {path} (expected a .jsonl file or a folder of them)")
-    for file in files:
-        with open(file, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield EpisodeRecord.from_json(line)
-                except (json.JSONDecodeError, InvalidArgument, TypeError) as exc:
-                    raise InvalidArgument(f"{file}:{number}: not a valid episode record: {exc}") from exc
-
-
-def write_jsonl(path: str | Path, records: Iterable[EpisodeRecord]) -> Path:
-    """Write records to ``path`` (replacing it); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(record.to_json() + "\n")
-    return path
-
-
-class EpisodeWriter:
-    """Appends records to a JSONL file as episodes finish; safe to call from many threads."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._lock = threading.Lock()
-        self.count = 0
-
-    def write(self, record: EpisodeRecord) -> None:
-        line = record.to_json() + "\n"
-        with self._lock:
-            self._handle.write(line)
-            self._handle.flush()
-            self.count += 1
-
-    def close(self) -> None:
-        with self._lock:
-            self._handle.close()
-
-    def __enter__(self) -> EpisodeWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from agentenvs.rollout.records import EpisodeRecord
+from agentenvs.rollout.store import JsonlLog
 
 METRICS_FILE = "metrics.jsonl"
 CURVES_FILE = "curves.png"
@@ -44,25 +44,25 @@ def episode_metrics(records: Sequence[EpisodeRecord], prefix: str) -> dict[str, 
 
 
 class MetricsLog:
-    """Appends one line per step; reading it back gives the run's history (also after a resume)."""
+    """Appends one line per step (an ``agentenvs.rollout.store.JsonlLog``: durable, a torn last line
+    from a killed run recovered); reading it back gives the run's history (also after a resume)."""
 
     def __init__(self, out: str | Path):
         self.path = Path(out) / METRICS_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = JsonlLog(self.path)
 
     def write(self, row: dict[str, Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
+        self._log.append(row)
 
     def rows(self) -> list[dict[str, Any]]:
-        if not self.path.is_file():
-            return []
-        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return self._log.rows()
 
     def truncate_after(self, step: int) -> None:
         """Drop lines of steps after ``step`` (a resume from an earlier checkpoint redoes them)."""
-        kept = [row for row in self.rows() if row.get("step", 0) <= step]
-        self.path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept), encoding="utf-8")
+        self._log.rewrite([row for row in self.rows() if row.get("step", 0) <= step])
+
+    def close(self) -> None:
+        self._log.close()
 
 
 def plot_curves(rows: Sequence[dict[str, Any]], path: str | Path) -> Path | None:

@@ -20,11 +20,9 @@ from typing import Any, ClassVar
 
 from agentenvs.envs.bandit.env import BanditEnv
 from agentenvs.envs.bandit.observation import arm_label
-from agentenvs.registry import register
 from agentenvs.seeding import rng_for
 
 NAME = "bandit-tiny"
-ENTRY_POINT = "agentenvs.train.tiny_bandit:TinyBandit"
 GOOD_ARM = "gold"
 GOOD_MEAN = 0.8
 BAD_MEAN = 0.2
@@ -81,8 +79,3 @@ class TinyBandit(BanditEnv):
 
     def _describe(self) -> dict[str, Any]:
         return {"task_types": ["gold-k2"], "horizon": self.horizon, "good_arm": GOOD_ARM}
-
-
-def register_env() -> None:
-    """Register ``bandit-tiny`` (idempotent; the trainer calls it, ``agentenvs.make`` then finds it)."""
-    register(NAME, ENTRY_POINT, summary="the bandit with a one-line prompt and a learnable panel", overwrite=True)

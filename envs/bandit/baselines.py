@@ -1,20 +1,22 @@
 """Scripted bandit baselines: uniform random, UCB1 and Thompson sampling.
 
-Each policy reads only what a language model sees (the observation text, parsed by
-:func:`parse_observation`) and answers a plain text action. Randomness comes from a generator derived
-from (policy, seed, task id, turn), so a policy is deterministic per turn whatever it played before.
+Each policy is a rollout ``Policy`` (docs/rollout.md), played by the same driver as a model, and
+reads only what a language model sees (the observation text, parsed by :func:`parse_observation`).
+Randomness comes from a generator derived from (policy, seed, task id, turn), so a policy is
+deterministic per turn whatever it played before.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
 
 from agentenvs.envs.bandit.observation import BanditView, parse_observation
+from agentenvs.rollout.policy import Actor, Decision, EpisodeContext, Policy, whole_response_action
 from agentenvs.seeding import rng_for
 
 GAUSSIAN_PRIOR_MEAN = 0.5
@@ -23,22 +25,36 @@ GAUSSIAN_NOISE_VAR = 0.25
 """Thompson's assumed payoff noise (std 0.5): an upper bound on the panels' noise, so it explores enough."""
 
 
-class BanditPolicy(ABC):
-    """A scripted bandit player: ``act(observation, info) -> "pull[i]"``."""
+class BanditPolicy(Policy):
+    """A scripted bandit player, a rollout ``Policy`` like any other: each turn it answers ``pull[i]``."""
 
     name: ClassVar[str] = "policy"
 
     def __init__(self, seed: int = 0):
         self.seed = int(seed)
 
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        view = parse_observation(observation)
-        rng = rng_for("bandit-baseline", self.name, self.seed, info.get("task_id", ""), info.get("turn", view.pulls))
-        return f"pull[{self.choose(view, rng)}]"
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "seed": self.seed}
+
+    def begin(self, context: EpisodeContext) -> Actor:
+        return _BanditActor(self, context.task_id)
 
     @abstractmethod
     def choose(self, view: BanditView, rng: np.random.Generator) -> int:
         """The 0-based arm to pull."""
+
+
+class _BanditActor(Actor):
+    def __init__(self, policy: BanditPolicy, task_id: str):
+        self.policy = policy
+        self.task_id = task_id
+
+    def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        view = parse_observation(observation)
+        policy = self.policy
+        rng = rng_for("bandit-baseline", policy.name, policy.seed, self.task_id, info.get("turn", view.pulls))
+        action = f"pull[{policy.choose(view, rng)}]"
+        return Decision(action, whole_response_action(action))
 
 
 def _argmax_random_ties(values: np.ndarray, rng: np.random.Generator) -> int:
@@ -91,30 +107,37 @@ BASELINES: dict[str, type[BanditPolicy]] = {cls.name: cls for cls in (RandomPoli
 """Baseline name to policy class."""
 
 
-def play_episode(env: Any, policy: BanditPolicy, *, task_id: str, split: str = "test", seed: int = 0) -> dict[str, Any]:
-    """One episode of ``policy`` on ``env``; the final info's metrics plus return, score and success."""
-    observation, info = env.reset(seed=seed, options={"task_id": task_id, "split": split})
-    total, done = 0.0, False
-    while not done:
-        observation, reward, terminated, truncated, info = env.step(policy.act(observation, info))
-        total += reward
-        done = terminated or truncated
-    return {**info["metrics"], "return": total, "score": info["score"], "success": info["success"]}
+def play_episodes(policy: BanditPolicy, tasks: list[tuple[str, int]], split: str = "test") -> list[dict[str, Any]]:
+    """One episode of ``policy`` per ``(task id, seed)`` through the rollout driver: each episode's final
+    metrics plus its return, score and success, in the order given."""
+    from agentenvs.rollout.driver import EpisodeSpec, RolloutConfig, run_rollouts
+
+    specs = [
+        EpisodeSpec(task_id, split, seed, f"bandit/{split}/{task_id}/{seed}", f"bandit/{split}/{task_id}/{seed}/0", 0)
+        for task_id, seed in tasks
+    ]
+    records = run_rollouts("bandit", policy, episodes=specs, config=RolloutConfig(concurrency=1, progress=False))
+    return [
+        {**r.steps[-1].info["metrics"], "return": r.return_, "score": r.score, "success": r.success} for r in records
+    ]
+
+
+def play_episode(policy: BanditPolicy, *, task_id: str, split: str = "test", seed: int = 0) -> dict[str, Any]:
+    """One episode of ``policy`` (see :func:`play_episodes`)."""
+    return play_episodes(policy, [(task_id, seed)], split)[0]
 
 
 def baseline_table(split: str = "test", seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, dict[str, dict[str, float]]]:
     """Per baseline and task type (and ``all``): mean expected regret, score, success and best-arm rate."""
     import agentenvs
 
-    env = agentenvs.make("bandit")
-    tasks = env.tasks(split)
+    tasks = agentenvs.make("bandit").tasks(split)
     table: dict[str, dict[str, dict[str, float]]] = {}
     for name, cls in BASELINES.items():
         rows: dict[str, list[dict[str, Any]]] = {}
         for seed in seeds:
-            policy = cls(seed=seed)
-            for task in tasks:
-                outcome = play_episode(env, policy, task_id=task["task_id"], split=split, seed=seed)
+            outcomes = play_episodes(cls(seed=seed), [(task["task_id"], seed) for task in tasks], split)
+            for task, outcome in zip(tasks, outcomes, strict=True):
                 rows.setdefault(task["task_type"], []).append(outcome)
                 rows.setdefault("all", []).append(outcome)
         table[name] = {
@@ -124,7 +147,6 @@ def baseline_table(split: str = "test", seeds: tuple[int, ...] = (0, 1, 2)) -> d
             }
             for kind, outcomes in rows.items()
         }
-    env.close()
     return table
 
 

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 import agentenvs
-from agentenvs.envs.bandit.baselines import BASELINES, RandomPolicy, ThompsonPolicy, UCB1Policy, play_episode
+from agentenvs.envs.bandit.baselines import (
+    BASELINES,
+    RandomPolicy,
+    ThompsonPolicy,
+    UCB1Policy,
+    play_episode,
+    play_episodes,
+)
 from agentenvs.envs.bandit.env import BanditEnv, success_window
 from agentenvs.envs.bandit.grammar import find_action, parse_action
 from agentenvs.envs.bandit.observation import parse_observation
@@ -269,19 +276,19 @@ def test_observation_parses_back_to_the_history(env):
         parse_observation("hello")
 
 
-def test_baselines_are_deterministic_per_seed(env):
+def test_baselines_are_deterministic_per_seed():
     for cls in BASELINES.values():
-        first = play_episode(env, cls(seed=1), task_id=BERNOULLI)
-        assert play_episode(env, cls(seed=1), task_id=BERNOULLI) == first
-    assert play_episode(env, RandomPolicy(seed=1), task_id=BERNOULLI) != play_episode(
-        env, RandomPolicy(seed=2), task_id=BERNOULLI
+        first = play_episode(cls(seed=1), task_id=BERNOULLI)
+        assert play_episode(cls(seed=1), task_id=BERNOULLI) == first
+    assert play_episode(RandomPolicy(seed=1), task_id=BERNOULLI) != play_episode(
+        RandomPolicy(seed=2), task_id=BERNOULLI
     )
 
 
 def test_ucb1_and_thompson_have_much_lower_regret_than_random_on_the_test_panel(env):
     task_ids = [task["task_id"] for task in env.tasks("test")]
     regret = {
-        cls.name: np.array([play_episode(env, cls(seed=0), task_id=t)["expected_regret"] for t in task_ids])
+        cls.name: np.array([o["expected_regret"] for o in play_episodes(cls(seed=0), [(t, 0) for t in task_ids])])
         for cls in (RandomPolicy, UCB1Policy, ThompsonPolicy)
     }
     for name in ("ucb1", "thompson"):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentenvs.errors import InvalidArgument
-from agentenvs.evaluation.runner import EvalConfig, evaluate, rescore_to_results
-from agentenvs.evaluation.scoring import iter_records
+from agentenvs.evaluation.runner import EvalConfig, RunMismatch, evaluate, rescore_to_results, select_tasks
+from agentenvs.rollout.store import EpisodeStore
 
 EVAL = [
     sys.executable,
@@ -72,14 +72,14 @@ def test_a_killed_run_resumes_without_losing_or_repeating_an_episode(tmp_path):
     resumed = subprocess.run(eval_command(out), capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     assert f"{len(before)} of {EPISODES} episodes already finished" in resumed.stdout
-    after = list(iter_records(episodes))
+    after = EpisodeStore(episodes).rows()
     ids = [r["episode_id"] for r in after]
     assert len(ids) == len(set(ids)) == EPISODES, "an episode was lost or run twice"
     assert [comparable(r) for r in after[: len(before)]] == [comparable(r) for r in before], "a finished one changed"
 
     fresh = tmp_path / "fresh"
     assert subprocess.run(eval_command(fresh), capture_output=True, timeout=300).returncode == 0
-    by_id = {r["episode_id"]: comparable(r) for r in iter_records(fresh / "episodes.jsonl")}
+    by_id = {r["episode_id"]: comparable(r) for r in EpisodeStore(fresh / "episodes.jsonl").rows()}
     assert sorted(by_id.values()) == sorted(comparable(r) for r in after), "resumed episodes differ from a fresh run"
     resumed_metrics = json.loads((out / "results.json").read_text())["metrics"]
     assert resumed_metrics == json.loads((fresh / "results.json").read_text())["metrics"]
@@ -136,6 +136,40 @@ def test_evaluating_through_a_real_server_gives_the_in_process_episodes(tmp_path
         expert = EvalConfig(env="bandit", policy="expert", k=1, limit=2, servers=(server.url,))
         expert_result = json.loads(evaluate(expert, tmp_path / "expert", progress=False).read_text())
     assert json.loads(path.read_text())["protocol"]["servers"] == 1
-    by_id = {r["episode_id"]: comparable(r) for r in iter_records(tmp_path / "local" / "episodes.jsonl")}
-    assert sorted(by_id.values()) == sorted(comparable(r) for r in iter_records(tmp_path / "remote" / "episodes.jsonl"))
+    by_id = {r["episode_id"]: comparable(r) for r in EpisodeStore(tmp_path / "local" / "episodes.jsonl").rows()}
+    assert sorted(by_id.values()) == sorted(
+        comparable(r) for r in EpisodeStore(tmp_path / "remote" / "episodes.jsonl").rows()
+    )
     assert expert_result["metrics"]["success_rate"]["value"] == 1.0  # privileged sessions work over HTTP
+
+
+def test_a_run_of_another_identity_is_never_resumed_into(tmp_path, monkeypatch):
+    """An upgraded environment (or panel, or model) makes another run: an error, or with
+    ``fresh_on_mismatch`` (the demo) a fresh start, never old episodes in new scores."""
+    from agentenvs.envs.bandit.env import BanditEnv
+
+    config = EvalConfig(env="bandit", policy="random", k=1, limit=2)
+    evaluate(config, tmp_path, progress=False)
+    identity = json.loads((tmp_path / "run.json").read_text())["identity"]
+    assert identity["env_version"] == str(BanditEnv.version)
+    assert len(identity["panel_hash"]) == 64 and identity["model"] == {"name": "random", "seed": 0}
+    episodes = tmp_path / "episodes.jsonl"
+    episodes.write_text(episodes.read_text().replace('"env_version":', '"old":1,"env_version":'))
+    monkeypatch.setattr(BanditEnv, "version", f"{BanditEnv.version}-upgraded")
+    with pytest.raises(RunMismatch, match="differs in env_version"):
+        evaluate(config, tmp_path, progress=False)
+    result = json.loads(evaluate(config, tmp_path, progress=False, fresh_on_mismatch=True).read_text())
+    assert result["counts"]["episodes"] == 2
+    rows = EpisodeStore(episodes).rows()
+    assert len(rows) == 2 and not any("old" in row for row in rows), "an old episode was kept"
+    assert json.loads((tmp_path / "run.json").read_text())["identity"]["env_version"].endswith("-upgraded")
+
+
+def test_limit_takes_tasks_round_robin_over_types_in_panel_order():
+    tasks = [{"task_id": f"{kind}{i}", "task_type": kind} for kind in ("x", "y", "z") for i in range(3)]
+    assert [t["task_id"] for t in select_tasks(tasks, 4)] == ["x0", "x1", "y0", "z0"]
+    assert [t["task_id"] for t in select_tasks(tasks, 3)] == ["x0", "y0", "z0"]
+    assert select_tasks(tasks, None) == tasks
+    assert select_tasks(tasks, 100) == tasks
+    untyped = [{"task_id": f"t{i}"} for i in range(5)]
+    assert [t["task_id"] for t in select_tasks(untyped, 2)] == ["t0", "t1"]
