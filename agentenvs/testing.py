@@ -278,13 +278,15 @@ class _Checker:
         declare = getattr(env, "anchor_paths", None)
         if declare is None:
             return f"{type(env).__name__} has no anchor_paths(), so no two paths to one state are known"
+        without = []
         for seed in self.seeds:
             _, info = env.reset(seed=seed)
             if "anchor" not in info:
                 return "the environment gives no anchor"
             paths = declare()
             if paths is None:
-                return f"anchor_paths() knows no two paths to one state in the task of seed {seed}"
+                without.append(seed)
+                continue
             first, second = (list(path) for path in paths)
             assert first and second and first != second, f"anchor_paths() gave {first} and {second}"
             ends = [self._anchor_after(env, seed, path) for path in (first, second)]
@@ -294,6 +296,8 @@ class _Checker:
             assert ends[0] != info["anchor"], (
                 f"seed {seed}: the state after {first} differs from the state at reset but has the same anchor"
             )
+        if len(without) == len(self.seeds):
+            return f"anchor_paths() knows no two paths to one state in the tasks of seeds {without}"
         return None
 
     def _anchor_after(self, env: Any, seed: int, path: list[str]) -> str:
