@@ -257,6 +257,23 @@ def test_caches_and_scratch_stay_out_of_home(tmp_path):
     assert (cache / "agentenvs" / "alfworld" / "games").is_dir()
 
 
+def test_importing_and_starting_the_engine_leave_the_environment_as_it_was(tmp_path):
+    script = textwrap.dedent(
+        """
+        import os
+        import agentenvs.envs.alfworld.env, agentenvs.tasks.alfworld.sampler
+        assert "ALFWORLD_DATA" not in os.environ, "an import set ALFWORLD_DATA"
+        from agentenvs.envs.alfworld.engine import AlfredEngine
+        AlfredEngine().close()
+        assert "ALFWORLD_DATA" not in os.environ, "starting the engine left ALFWORLD_DATA set"
+        """
+    )
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    environment.pop("ALFWORLD_DATA", None)
+    subprocess.run([sys.executable, "-c", script], env=environment, check=True, timeout=300)
+    assert (tmp_path / "agentenvs" / "alfworld" / "alfworld_data").is_dir(), "the wheel's folder is in the cache"
+
+
 def test_engine_memos_do_not_change_a_transcript():
     """The translator and parser memos are pure: a game plays the same with and without them."""
     script = textwrap.dedent(
