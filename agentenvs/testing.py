@@ -273,7 +273,8 @@ class _Checker:
         json.dumps(info)
 
     def anchor(self) -> str | None:
-        """Two paths to one state give one anchor, and it differs from the anchor at reset."""
+        """Two paths to one state end with one anchor, which differs from the reset's and from the
+        anchors of the different states the paths pass through after their first actions."""
         env = self.env()
         declare = getattr(env, "anchor_paths", None)
         if declare is None:
@@ -289,25 +290,31 @@ class _Checker:
                 continue
             first, second = (list(path) for path in paths)
             assert first and second and first != second, f"anchor_paths() gave {first} and {second}"
-            ends = [self._anchor_after(env, seed, path) for path in (first, second)]
-            assert ends[0] == ends[1], (
-                f"seed {seed}: {first} and {second} reach one state but give anchors {ends[0]} and {ends[1]}"
+            walks = [self._anchors_along(env, seed, path) for path in (first, second)]
+            assert walks[0][-1] == walks[1][-1], (
+                f"seed {seed}: {first} and {second} reach one state but end with anchors {walks[0][-1]} and "
+                f"{walks[1][-1]}"
             )
-            assert ends[0] != info["anchor"], (
+            assert walks[0][-1] != info["anchor"], (
                 f"seed {seed}: the state after {first} differs from the state at reset but has the same anchor"
+            )
+            assert walks[0][0] != walks[1][0], (
+                f"seed {seed}: {first[0]!r} and {second[0]!r} lead to different states but give the same anchor"
             )
         if len(without) == len(self.seeds):
             return f"anchor_paths() knows no two paths to one state in the tasks of seeds {without}"
         return None
 
-    def _anchor_after(self, env: Any, seed: int, path: list[str]) -> str:
+    def _anchors_along(self, env: Any, seed: int, path: list[str]) -> list[str]:
         env.reset(seed=seed)
+        anchors = []
         for index, action in enumerate(path, 1):
             _, _, terminated, truncated, info = env.step(action)
+            anchors.append(info["anchor"])
             assert index == len(path) or not (terminated or truncated), (
                 f"seed {seed}: the episode ended at {action!r}, before the end of anchor path {path}"
             )
-        return info["anchor"]
+        return anchors
 
     def misuse(self) -> None:
         env = self.env()
