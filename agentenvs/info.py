@@ -1,4 +1,4 @@
-"""The info vocabulary: the same key means the same thing in every environment (DESIGN §2)."""
+"""The info vocabulary: the same key means the same thing in every environment (docs/contract.md)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,24 @@ INFO_TYPES: dict[str, type | tuple[type, ...]] = {
     "resolution_id": str,
     "failure_cause": str,
 }
-"""Every key an ``info`` dict may hold, with its type. A key that does not apply is absent."""
+"""Every key an ``info`` dict may hold, with its type. A key that does not apply is absent.
+
+``score`` (progress so far, in [0, 1]) and ``anchor`` are on every info, reset's included;
+``anchor`` identifies the state: equal anchors mean the same state, whatever the path to it."""
+
+PRIVILEGED_TYPES: dict[str, type | tuple[type, ...]] = {
+    "expert_plan": list,
+    "expert_action": str,
+    "best_arm": int,
+    "arm_means": list,
+    "arm_stds": list,
+    "task_params": dict,
+}
+"""Every key ``info['privileged']`` may hold (docs/contract.md#privileged-keys): ``expert_plan`` the
+commands an expert would play from this state to solve the task; ``expert_action`` its next command;
+``best_arm`` the index, in ``admissible_actions``, of the action with the highest expected payoff;
+``arm_means``/``arm_stds`` each action's hidden payoff mean and standard deviation, in that order;
+``task_params`` the hidden parameters the task was built with (their names are the environment's)."""
 
 END_REASONS = ("success", "failure", "max_turns", "error")
 """The values of ``info['end_reason']``."""
@@ -61,9 +78,27 @@ def check_info(info: dict) -> list[str]:
     for key in ("admissible_actions", "milestones"):
         if isinstance(info.get(key), list) and not all(isinstance(v, str) for v in info[key]):
             problems.append(f"info[{key!r}] must be a list of str")
+    problems += _check_privileged(info.get("privileged"))
     metrics = info.get("metrics")
     if isinstance(metrics, dict):
         for name, value in metrics.items():
             if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, (int, float)):
                 problems.append(f"info['metrics'][{name!r}] must map str to a number")
+    return problems
+
+
+def _check_privileged(privileged: object) -> list[str]:
+    """Problems with ``info['privileged']``: keys outside :data:`PRIVILEGED_TYPES`, wrong types."""
+    if not isinstance(privileged, dict):
+        return []
+    problems = []
+    for key, value in privileged.items():
+        expected = PRIVILEGED_TYPES.get(key)
+        if expected is None:
+            problems.append(f"unknown privileged key {key!r} (the vocabulary is agentenvs.info.PRIVILEGED_TYPES)")
+        elif isinstance(value, bool) or not isinstance(value, expected):
+            problems.append(f"info['privileged'][{key!r}] is {type(value).__name__}, expected {expected}")
+    plan = privileged.get("expert_plan")
+    if isinstance(plan, list) and not all(isinstance(step, str) for step in plan):
+        problems.append("info['privileged']['expert_plan'] must be a list of str")
     return problems

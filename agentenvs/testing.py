@@ -1,9 +1,10 @@
 """The conformance suite every environment (in-process or remote) must pass.
 
 ``check_text_env(factory)`` builds environments with ``factory`` and checks the contract of
-DESIGN §2: gymnasium's own checker, determinism (also across processes with different hash seeds),
-restore by ``set_state``, the info vocabulary, terminated/truncated semantics, the documented error
-for every misuse, and a fuzz of random and hostile actions that must never raise anything else.
+docs/contract.md: gymnasium's own checker, determinism (also across processes with different hash
+seeds), restore by ``set_state``, the info vocabulary (``score`` on every step), the meaning of
+``anchor`` (one state, one anchor, whatever the path), terminated/truncated semantics, the documented
+error for every misuse, and a fuzz of random and hostile actions that must never raise anything else.
 It runs every check, then raises one :class:`ConformanceError` that lists every failure.
 """
 
@@ -266,10 +267,54 @@ class _Checker:
         assert isinstance(info, dict), f"{where}: info is {type(info).__name__}"
         problems = check_info(info)
         assert not problems, f"{where}: " + "; ".join(problems)
-        for key in ("task_id", "split", "turn", "max_turns"):
+        for key in ("task_id", "split", "turn", "max_turns", "score"):
             assert key in info, f"{where}: info lacks {key!r}"
         assert info["turn"] == turn, f"{where}: info['turn'] is {info['turn']}, expected {turn}"
         json.dumps(info)
+
+    def anchor(self) -> str | None:
+        """Two paths to one state end with one anchor, which differs from the reset's and from the
+        anchors of the different states the paths pass through after their first actions."""
+        env = self.env()
+        declare = getattr(env, "anchor_paths", None)
+        if declare is None:
+            return f"{type(env).__name__} has no anchor_paths(), so no two paths to one state are known"
+        without = []
+        for seed in self.seeds:
+            _, info = env.reset(seed=seed)
+            if "anchor" not in info:
+                return "the environment gives no anchor"
+            paths = declare()
+            if paths is None:
+                without.append(seed)
+                continue
+            first, second = (list(path) for path in paths)
+            assert first and second and first != second, f"anchor_paths() gave {first} and {second}"
+            walks = [self._anchors_along(env, seed, path) for path in (first, second)]
+            assert walks[0][-1] == walks[1][-1], (
+                f"seed {seed}: {first} and {second} reach one state but end with anchors {walks[0][-1]} and "
+                f"{walks[1][-1]}"
+            )
+            assert walks[0][-1] != info["anchor"], (
+                f"seed {seed}: the state after {first} differs from the state at reset but has the same anchor"
+            )
+            assert walks[0][0] != walks[1][0], (
+                f"seed {seed}: {first[0]!r} and {second[0]!r} lead to different states but give the same anchor"
+            )
+        if len(without) == len(self.seeds):
+            return f"anchor_paths() knows no two paths to one state in the tasks of seeds {without}"
+        return None
+
+    def _anchors_along(self, env: Any, seed: int, path: list[str]) -> list[str]:
+        env.reset(seed=seed)
+        anchors = []
+        for index, action in enumerate(path, 1):
+            _, _, terminated, truncated, info = env.step(action)
+            anchors.append(info["anchor"])
+            assert index == len(path) or not (terminated or truncated), (
+                f"seed {seed}: the episode ended at {action!r}, before the end of anchor path {path}"
+            )
+        return anchors
 
     def misuse(self) -> None:
         env = self.env()
@@ -350,7 +395,16 @@ class _Checker:
         random_actions()
 
 
-CHECKS = ("gymnasium_checker", "determinism", "cross_process", "restore", "info_and_termination", "misuse", "fuzz")
+CHECKS = (
+    "gymnasium_checker",
+    "determinism",
+    "cross_process",
+    "restore",
+    "info_and_termination",
+    "anchor",
+    "misuse",
+    "fuzz",
+)
 
 
 def check_text_env(
@@ -366,7 +420,9 @@ def check_text_env(
 
     ``factory`` must be picklable (``functools.partial(agentenvs.make, "bandit")``) for the
     cross-process check; a lambda makes that check report itself skipped. ``policy`` chooses the
-    actions of the checked episodes; ``max_steps`` caps their length.
+    actions of the checked episodes; ``max_steps`` caps their length. The anchor check plays the two
+    paths the environment's optional ``anchor_paths()`` names after a reset; without it (a remote
+    environment, for one) the check reports itself skipped.
     """
     unknown = set(skip) - set(CHECKS)
     if unknown:

@@ -9,6 +9,7 @@ import pytest
 
 from agentenvs import errors
 from agentenvs.core import TextEnv, Transition
+from agentenvs.info import text_hash
 from agentenvs.testing import ConformanceError, check_text_env
 
 TASKS = tuple({"task_id": f"t{i}", "target": i % 3} for i in range(4))
@@ -29,17 +30,28 @@ class GuessEnv(TextEnv):
 
     def _reset(self, task, rng):
         self.offset = int(rng.integers(0, 100))
+        self.guesses: list[str] = []
         return self._observation("Guess 0, 1 or 2."), self._info()
 
     def _observation(self, text: str) -> str:
         return f"{text} (noise {self.offset})"
 
-    def _info(self, **extra):
-        return {"admissible_actions": ["0", "1", "2"], "action_valid": True, **extra}
+    def _info(self, score: float = 0.0, **extra):
+        info = {"admissible_actions": ["0", "1", "2"], "action_valid": True, "score": score, **extra}
+        return {**info, "anchor": self.anchor()}
+
+    def anchor(self) -> str:
+        """The state is the task and the set of numbers guessed, in whatever order."""
+        return text_hash(f"{self.task['task_id']}:{sorted(set(self.guesses))}")
+
+    def anchor_paths(self):
+        wrong = [g for g in ("0", "1", "2") if int(g) != self.task["target"]]
+        return [wrong[0], wrong[1]], [wrong[1], wrong[0]]
 
     def _step(self, action: str) -> Transition:
         if action.strip() not in ("0", "1", "2"):
             return Transition(self._observation("Say 0, 1 or 2."), 0.0, False, self._info(action_valid=False))
+        self.guesses.append(action.strip())
         won = int(action) == self.task["target"]
         info = self._info(success=won, score=float(won))
         return Transition(self._observation("Right!" if won else "Wrong."), float(won), won, info)
@@ -69,6 +81,37 @@ class ScoreOutOfRangeEnv(GuessEnv):
         transition = super()._step(action)
         transition.info["score"] = 100.0
         return transition
+
+
+class ScoreAtTheEndOnlyEnv(GuessEnv):
+    def _step(self, action):
+        transition = super()._step(action)
+        if not transition.terminated:
+            del transition.info["score"]
+        return transition
+
+
+class PathAnchorEnv(GuessEnv):
+    """Its anchor hashes the guesses in order: one state reached by two paths gets two anchors."""
+
+    def anchor(self) -> str:
+        return text_hash(f"{self.task['task_id']}:{self.guesses}")
+
+
+class ConstantAnchorEnv(GuessEnv):
+    """One anchor for every state of a task."""
+
+    def anchor(self) -> str:
+        return text_hash(self.task["task_id"])
+
+
+class UnknownPrivilegedEnv(GuessEnv):
+    """Names its privileged answer with a key of its own instead of the vocabulary's."""
+
+    has_privileged = True
+
+    def _info(self, score: float = 0.0, **extra):
+        return {**super()._info(score, **extra), "privileged": {"answer": self.task["target"]}}
 
 
 class UnicodeObservationEnv(GuessEnv):
@@ -101,10 +144,11 @@ class NativeStateEnv(GuessEnv):
     has_native_state = True
 
     def _get_state(self):
-        return {"offset": self.offset, "observation": self._last_observation, "info": self._last_info}
+        observation, info = self._last_observation, self._last_info
+        return {"offset": self.offset, "guesses": self.guesses, "observation": observation, "info": info}
 
     def _set_state(self, native):
-        self.offset = native["offset"]
+        self.offset, self.guesses = native["offset"], list(native["guesses"])
         return native["observation"], native["info"]
 
     def _reset(self, task, rng):
@@ -141,6 +185,7 @@ def test_correct_env_passes_every_check(cls):
         "cross_process",
         "restore",
         "info_and_termination",
+        "anchor",
         "misuse",
         "fuzz",
     }
@@ -153,6 +198,9 @@ def test_correct_env_passes_every_check(cls):
         (HashSeededEnv, "cross_process"),
         (BadInfoEnv, "info_and_termination"),
         (ScoreOutOfRangeEnv, "info_and_termination"),
+        (ScoreAtTheEndOnlyEnv, "info_and_termination"),
+        (PathAnchorEnv, "anchor"),
+        (ConstantAnchorEnv, "anchor"),
         (UnicodeObservationEnv, "fuzz"),
         (CrashesOnGarbageEnv, "fuzz"),
         (NoGuardEnv, "misuse"),
@@ -165,6 +213,22 @@ def test_broken_env_fails(cls, failing_check):
     with pytest.raises(ConformanceError) as caught:
         check_text_env(factory(cls), fuzz_examples=20, skip=skip)
     assert failing_check in caught.value.failures, caught.value.failures
+
+
+def test_an_unknown_privileged_key_fails_the_info_check():
+    with pytest.raises(ConformanceError) as caught:
+        check_text_env(
+            functools.partial(UnknownPrivilegedEnv, privileged=True), fuzz_examples=5, skip=("cross_process",)
+        )
+    assert "unknown privileged key 'answer'" in caught.value.failures["info_and_termination"]
+
+
+def test_an_env_without_anchor_paths_reports_the_anchor_check_skipped():
+    class NoPathsEnv(GuessEnv):
+        anchor_paths = None
+
+    report = check_text_env(lambda: NoPathsEnv(), skip=("fuzz",))
+    assert "anchor_paths" in report.skipped["anchor"] and "anchor" not in report.passed
 
 
 def test_unpicklable_factory_reports_cross_process_skipped():

@@ -5,9 +5,12 @@ The wrapper stack is ALFWorld's own: ``PddlEnv`` + ``AlfredDemangler`` + ``Alfre
 through ``AlfredTWEnv.init_env``, which in alfworld 0.4.2 passes ``expert_type`` positionally and so
 always gets the handcoded expert.
 
-Two process-level settings keep the engine out of the user's home and fast:
+Two measures keep the engine out of the user's home and fast:
 
-- ``ALFWORLD_DATA`` defaults to the agentenvs cache (``import alfworld`` creates that folder);
+- ``import alfworld`` creates ``$ALFWORLD_DATA`` (``~/.cache/alfworld`` when unset) and writes the
+  variable; :func:`import_alfworld` imports it with the variable pointing into the agentenvs cache
+  (unless the user set it) and puts the environment back, so no import of agentenvs changes
+  ``os.environ``;
 - fast-downward's PDDL→SAS translation, a pure function of (domain, problem), is memoised, so
   ``load`` + ``reset`` of one game and every later reset of it translate once instead of four times.
   The translator also overwrites ``sys.argv`` and module-level options; the memo puts ``sys.argv``
@@ -21,12 +24,14 @@ Two process-level settings keep the engine out of the user's home and fast:
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import sys
 import threading
 from collections import OrderedDict
 from copy import deepcopy
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
@@ -36,19 +41,35 @@ def cache_dir() -> Path:
     return Path(root) / "agentenvs" / "alfworld"
 
 
-_PLACEHOLDER_DATA = str(cache_dir() / "alfworld_data")
-USER_ALFWORLD_DATA = os.environ.get("ALFWORLD_DATA") or None
-"""The user's ALFWorld download, if ``ALFWORLD_DATA`` was set before agentenvs set its default."""
-os.environ.setdefault("ALFWORLD_DATA", _PLACEHOLDER_DATA)
-
-
 def user_data_dir() -> str | None:
     """Where the user's official ALFWorld data lives (``ALFWORLD_DATA``), or None."""
-    value = os.environ.get("ALFWORLD_DATA")
-    return value if value and value != _PLACEHOLDER_DATA else USER_ALFWORLD_DATA
+    return os.environ.get("ALFWORLD_DATA") or None
 
 
 _ENGINE_LOCK = threading.RLock()
+
+
+def import_alfworld() -> None:
+    """Import the alfworld wheel, whose import creates ``$ALFWORLD_DATA`` and sets the variable:
+    unset, it points into the agentenvs cache for the import only, and the environment is put back."""
+    if "alfworld" in sys.modules:
+        return
+    with _ENGINE_LOCK:
+        previous = os.environ.get("ALFWORLD_DATA")
+        os.environ["ALFWORLD_DATA"] = previous or str(cache_dir() / "alfworld_data")
+        try:
+            import alfworld  # noqa: F401
+        finally:
+            if previous is None:
+                os.environ.pop("ALFWORLD_DATA", None)
+            else:
+                os.environ["ALFWORLD_DATA"] = previous
+
+
+def alfworld_gen(name: str) -> ModuleType:
+    """``alfworld.gen.<name>`` (the wheel's tables), imported through :func:`import_alfworld`."""
+    import_alfworld()
+    return importlib.import_module(f"alfworld.gen.{name}")
 
 
 class _MemoisedTranslator:
@@ -125,6 +146,7 @@ class AlfredEngine:
     """
 
     def __init__(self, *, expert: bool = False):
+        import_alfworld()
         import textworld
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
         from textworld.envs import PddlEnv

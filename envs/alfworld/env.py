@@ -25,10 +25,6 @@ from agentenvs.envs.alfworld.problem import GENERATOR_VERSION, TASK_TYPES, build
 from agentenvs.errors import InvalidArgument, PanelIntegrityError, UnknownSplit
 from agentenvs.info import text_hash
 
-NOTHING_HAPPENS = "Nothing happens."
-VERL_AGENT_REWARD_SCALE = 10.0
-"""verl-agent gives 10 for a solved ALFWorld game; ``reward_scale=10`` reproduces it."""
-
 INSTRUCTIONS = """You are an agent in a household (ALFWorld). Each turn you read what you observe and give one command.
 The first observation describes the room and ends with your task ("Your task is to: ...").
 Objects and receptacles are named by type and number, e.g. "apple 1", "countertop 2", "fridge 1".
@@ -148,7 +144,7 @@ class ALFWorldEnv(TextEnv):
         facts = sorted(str(fact) for fact in state["_facts"])
         info: dict[str, Any] = {
             "admissible_actions": list(self._admissible),
-            "anchor": text_hash(feedback),
+            "anchor": state_anchor(self._task["task_id"], facts),
             "state_hash": text_hash("\n".join(facts)),
             "milestones": self._milestones.update(state["_facts"]),
             "score": 1.0 if state["won"] else 0.0,
@@ -157,11 +153,16 @@ class ALFWorldEnv(TextEnv):
         if action_valid is not None:
             info["action_valid"] = action_valid
         if self.privileged:
-            info["privileged"] = {
-                "expert_plan": list(state.get("extra.expert_plan") or []),
-                "walkthrough": list(self._task.get("walkthrough") or []),
-            }
+            info["privileged"] = {"expert_plan": list(state.get("extra.expert_plan") or [])}
         return feedback, info
+
+    def anchor_paths(self) -> tuple[list[str], list[str]] | None:
+        """Two walks to the third receptacle, by way of the first or the second: one state by two
+        paths (for the conformance suite's anchor check); None in a room with fewer than three."""
+        walks = [command for command in self._admissible if command.startswith("go to ")]
+        if len(walks) < 3:
+            return None
+        return [walks[0], walks[2]], [walks[1], walks[2]]
 
     # ------------------------------------------------------------------ actions and description
 
@@ -193,6 +194,16 @@ class ALFWorldEnv(TextEnv):
             self._engine.close()
             self._engine = None
         super().close()
+
+
+HISTORY_FACTS = ("not_", "checked(")
+"""Facts that record the path rather than the state: TextWorld's ``not_*`` (where the agent has been,
+what it moved) and the PDDL domain's ``checked`` (what was looked at; no action's precondition reads it)."""
+
+
+def state_anchor(task_id: str, facts: list[str]) -> str:
+    """The task and its PDDL facts less :data:`HISTORY_FACTS`: the state, the same whatever the path to it."""
+    return text_hash("\n".join([task_id, *(fact for fact in facts if not fact.startswith(HISTORY_FACTS))]))
 
 
 def games_dir() -> Path:

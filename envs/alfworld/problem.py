@@ -15,6 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from agentenvs.envs.alfworld.engine import alfworld_gen
 from agentenvs.envs.alfworld.scenes import LAMPS, load_scene, location_name, mangle, object_id
 
 GENERATOR_VERSION = "1"
@@ -76,7 +77,7 @@ def game_logic() -> tuple[str, str]:
 
 
 def goal_pddl(task_type: str, params: dict[str, str]) -> str:
-    from alfworld.gen.goal_library import gdict
+    gdict = alfworld_gen("goal_library").gdict
 
     template = gdict[task_type]["pddl"].replace("#", "-")
     return template.format(obj=params["object_target"], recep=params["parent_target"], toggle=params["toggle_target"])
@@ -84,7 +85,7 @@ def goal_pddl(task_type: str, params: dict[str, str]) -> str:
 
 def goal_text(task_type: str, params: dict[str, str], template_index: int) -> str:
     """ALFWorld's templated task text (``get_templated_task_desc``) for one of the two templates."""
-    from alfworld.gen.goal_library import gdict
+    gdict = alfworld_gen("goal_library").gdict
 
     template = gdict[task_type]["templates"][template_index]
     return template.format(
@@ -96,7 +97,7 @@ def goal_text(task_type: str, params: dict[str, str], template_index: int) -> st
 
 
 def _affordances(cls: str) -> list[str]:
-    from alfworld.gen import constants
+    constants = alfworld_gen("constants")
 
     actions = constants.VAL_ACTION_OBJECTS
     facts = [] if cls in LAMPS else ["pickupable"]
@@ -111,7 +112,7 @@ def _affordances(cls: str) -> list[str]:
 
 def build_problem(spec: dict[str, Any]) -> str:
     """The PDDL problem of a spec, in the layout of ALFRED's ``initial_state.pddl``."""
-    from alfworld.gen import constants
+    constants = alfworld_gen("constants")
 
     scene = load_scene(spec["floor_plan"])
     receptacles = tuple(scene.receptacles[i] for i in spec["receptacles"])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from agentenvs.envs.alfworld.engine import alfworld_gen
 from agentenvs.seeding import rng_for
 
 SCENE_TYPES = {
@@ -52,7 +53,7 @@ class Scene:
 
 
 def _constants():
-    from alfworld.gen import constants
+    constants = alfworld_gen("constants")
 
     return constants
 

@@ -3,8 +3,9 @@
 Rules, success and score are documented in ``docs/bandit.md``. In short: every turn is one pull
 (an action that names no arm wastes it, paying 0); the reward is the sampled payoff; the episode
 terminates when the horizon is used up; ``success`` means the best arm was chosen in a strict
-majority of the last 20% of the pulls; ``score`` is 1 minus the expected regret normalised by the
-expected regret of uniform random play (clipped to [0, 1]).
+majority of the last 20% of the pulls; ``score`` (on every step) is 1 minus the expected regret so
+far normalised by the expected regret of uniform random play over as many pulls (clipped to [0, 1]);
+``anchor`` is the task with the pulls per arm and the pulls left (see ``docs/bandit.md``).
 
 The payoff noise of turn t is drawn at reset, before any choice, from the episode's generator
 (common random numbers): the same task and seed give the same noise whatever arm is pulled, so a
@@ -82,7 +83,6 @@ class BanditEnv(TextEnv):
         self._regret = 0.0
         self._invalid = 0
         self._header = render_header(task)
-        self._anchor = text_hash(self._header)
         self._admissible = [f"pull[{i}]" for i in range(len(self._arms))]
         if self.names_admissible:
             self._admissible += self._arms
@@ -108,7 +108,6 @@ class BanditEnv(TextEnv):
         terminated = len(self._choices) >= len(self._uniform)
         info = self._info(step_regret=step_regret, valid=arm is not None)
         if terminated or len(self._choices) >= self.max_turns:
-            info["score"] = self.score()
             info["metrics"]["window_best_arm_rate"] = self.window_best_arm_rate()
         if terminated:
             info["success"] = self.window_best_arm_rate() > 0.5
@@ -137,7 +136,10 @@ class BanditEnv(TextEnv):
         return float(self._means[arm] + self._stds[arm] * self._normal[turn])
 
     def score(self) -> float:
-        """1 - regret / regret of uniform random play over the same number of pulls, in [0, 1]."""
+        """1 - regret / regret of uniform random play over the same number of pulls, in [0, 1];
+        0 before the first pull (no progress yet)."""
+        if not self._choices:
+            return 0.0
         random_regret = len(self._choices) * float(self._means[self._best] - self._means.mean())
         if random_regret <= 0:
             return 1.0
@@ -147,6 +149,19 @@ class BanditEnv(TextEnv):
         """The share of the last 20% of the horizon's pulls that chose the best arm."""
         window = self._choices[-success_window(len(self._uniform)) :]
         return sum(choice == self._best for choice in window) / len(window) if window else 0.0
+
+    def anchor(self) -> str:
+        """The state a GiGPO step group shares: the task, the pulls of each arm and the pulls left.
+        The payoffs seen are left out: with the noise drawn per turn they depend on the order of the
+        pulls, not on the allocation the agent chose."""
+        pulls_left = len(self._uniform) - len(self._choices)
+        return text_hash(f"{self._header}\n{self._counts}\n{pulls_left}")
+
+    def anchor_paths(self) -> tuple[list[str], list[str]] | None:
+        """Arms 0 and 1 pulled in either order reach one state (for the conformance suite)."""
+        if len(self._arms) < 2 or self.max_turns - self.turn < 2:
+            return None
+        return ["pull[0]", "pull[1]"], ["pull[1]", "pull[0]"]
 
     def _why_invalid(self, arm: int | None) -> str:
         if arm is None:
@@ -162,7 +177,8 @@ class BanditEnv(TextEnv):
         pulls = len(self._choices)
         info: dict[str, Any] = {
             "admissible_actions": list(self._admissible),
-            "anchor": self._anchor,
+            "anchor": self.anchor(),
+            "score": self.score(),
             "metrics": {
                 "expected_regret": self._regret,
                 "step_regret": step_regret,
@@ -171,13 +187,9 @@ class BanditEnv(TextEnv):
             },
         }
         if self.privileged:
-            info["privileged"] = {
-                "means": self._means.tolist(),
-                "best_arm": self._best,
-                "best_arm_name": self._arms[self._best],
-            }
+            info["privileged"] = {"arm_means": self._means.tolist(), "best_arm": self._best}
             if "stds" in self.task:
-                info["privileged"]["stds"] = self._stds.tolist()
+                info["privileged"]["arm_stds"] = self._stds.tolist()
         if valid is not None:
             info["action_valid"] = valid
         return info

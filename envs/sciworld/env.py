@@ -15,6 +15,7 @@ state.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections import OrderedDict
 from typing import Any, ClassVar
@@ -150,8 +151,7 @@ class ScienceWorldEnv(TextEnv):
         if self.privileged:
             info["privileged"] = {
                 "expert_plan": list(self._expert_plan),
-                "variation": task["variation"],
-                "simplifications": simplified,
+                "task_params": {"variation": task["variation"], "simplifications": simplified},
             }
         return observation, info
 
@@ -206,6 +206,17 @@ class ScienceWorldEnv(TextEnv):
         else:
             self._admissible_cache.move_to_end(anchor)
         return list(cached)
+
+    def anchor_paths(self) -> tuple[list[str], list[str]] | None:
+        """Two closed doors opened in either order: one state by two paths (for the conformance
+        suite's anchor check); None where fewer than two doors can be opened by name."""
+        look = str(self.jvm.call("freeActionLook"))
+        closed = {f"open door to {room}" for room in re.findall(r"A door to the (.+?) \(that is closed\)", look)}
+        valid = {printable(str(a)) for a in self.jvm.call("getValidActionObjectCombinations")}
+        opens = sorted(closed & valid)
+        if len(opens) < 2:
+            return None
+        return [opens[0], opens[1]], [opens[1], opens[0]]
 
     # ------------------------------------------------------------------ resources
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from agentenvs.envs.alfworld.engine import alfworld_gen
 from agentenvs.envs.alfworld.problem import goal_text
 from agentenvs.envs.alfworld.scenes import LAMPS, Scene, can_contain, load_scene, scene_type
 
@@ -51,7 +52,7 @@ class SplitRule:
 
 @cache
 def split_rules() -> dict[str, SplitRule]:
-    from alfworld.gen import constants
+    constants = alfworld_gen("constants")
 
     seen = tuple(constants.TRAIN_SCENE_NUMBERS)
     return {
@@ -77,7 +78,7 @@ def _parents(scene: Scene, task_type: str, target: str) -> list[str]:
 
 
 def _targets(scene: Scene, task_type: str, classes: list[str]) -> list[str]:
-    from alfworld.gen import constants
+    constants = alfworld_gen("constants")
 
     receptacle_classes = {r.cls for r in scene.receptacles}
     if task_type in STATE_RECEPTACLE:
@@ -108,7 +109,7 @@ def _receptacle_subset(rng: np.random.Generator, scene: Scene, task_type: str, p
 
 def draw_spec(rng: np.random.Generator, split: str, task_type: str) -> dict[str, Any]:
     """One candidate game (not yet solved); raises :class:`NoCandidate` when the draw is a dead end."""
-    from alfworld.gen import constants
+    constants = alfworld_gen("constants")
 
     rule = split_rules()[split]
     plans = [fp for fp in rule.floor_plans if scene_type(fp) in constants.GOALS_VALID[task_type]]

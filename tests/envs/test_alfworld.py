@@ -71,7 +71,7 @@ def play(environment, task: dict, actions: list[str], split: str):
 
 def test_conformance_suite_in_process():
     report = check_text_env(functools.partial(agentenvs.make, "alfworld"), max_steps=12, fuzz_examples=25)
-    assert "cross_process" in report.passed
+    assert "cross_process" in report.passed and "anchor" in report.passed
 
 
 def test_conformance_suite_through_the_http_server():
@@ -104,7 +104,7 @@ def test_the_expert_walkthrough_solves_every_game_of_every_panel(env, split):
 def test_the_privileged_planner_replans_and_solves_one_game_of_each_type(expert_env):
     for task in first_of_each_type("valid_unseen"):
         _, info = expert_env.reset(seed=0, options={"task_id": task["task_id"], "split": "valid_unseen"})
-        assert info["privileged"]["expert_plan"] == task["walkthrough"]
+        assert info["privileged"] == {"expert_plan": task["walkthrough"]} and check_info(info) == []
         expert_env.step("look")  # a detour: the planner must plan again from here
         for _ in range(len(task["walkthrough"]) + 1):
             _, reward, terminated, truncated, info = expert_env.step(info["privileged"]["expert_plan"][0])
@@ -172,13 +172,19 @@ def test_milestones_follow_the_expert_in_order(env):
         assert counts == sorted(counts), "milestones are cumulative"
 
 
-def test_anchor_hashes_the_observation_only(env):
+def test_anchor_is_the_state_whatever_the_path(env):
     task = first_of_each_type("valid_seen")[0]
-    env.reset(seed=0, options={"task_id": task["task_id"], "split": "valid_seen"})
-    first = env.step("inventory")[4]
-    second = env.step("inventory")[4]
-    assert first["anchor"] == second["anchor"] and first["state_hash"] == second["state_hash"]
-    assert env.step("look")[4]["anchor"] != first["anchor"]
+    options = {"task_id": task["task_id"], "split": "valid_seen"}
+    _, start = env.reset(seed=0, options=options)
+    assert env.step("inventory")[4]["anchor"] == env.step("look")[4]["anchor"] == start["anchor"]
+    walks = [command for command in start["admissible_actions"] if command.startswith("go to ")]
+    ends = []
+    for path in ([walks[0], walks[2]], [walks[1], walks[2]]):
+        env.reset(seed=0, options=options)
+        ends.append([env.step(command)[4] for command in path])
+    assert ends[0][-1]["anchor"] == ends[1][-1]["anchor"] != start["anchor"]
+    assert ends[0][-1]["state_hash"] != ends[1][-1]["state_hash"], "state_hash keeps the engine's history facts"
+    assert ends[0][0]["anchor"] != ends[1][0]["anchor"], "two receptacles, two states"
 
 
 def test_extract_action_drops_a_trailing_period_around_an_admissible_command(env):
@@ -249,6 +255,23 @@ def test_caches_and_scratch_stay_out_of_home(tmp_path):
     subprocess.run([sys.executable, "-c", script], env=environment, check=True, timeout=300)
     assert list(home.iterdir()) == [], "nothing may be written into $HOME"
     assert (cache / "agentenvs" / "alfworld" / "games").is_dir()
+
+
+def test_importing_and_starting_the_engine_leave_the_environment_as_it_was(tmp_path):
+    script = textwrap.dedent(
+        """
+        import os
+        import agentenvs.envs.alfworld.env, agentenvs.tasks.alfworld.sampler
+        assert "ALFWORLD_DATA" not in os.environ, "an import set ALFWORLD_DATA"
+        from agentenvs.envs.alfworld.engine import AlfredEngine
+        AlfredEngine().close()
+        assert "ALFWORLD_DATA" not in os.environ, "starting the engine left ALFWORLD_DATA set"
+        """
+    )
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    environment.pop("ALFWORLD_DATA", None)
+    subprocess.run([sys.executable, "-c", script], env=environment, check=True, timeout=300)
+    assert (tmp_path / "agentenvs" / "alfworld" / "alfworld_data").is_dir(), "the wheel's folder is in the cache"
 
 
 def test_engine_memos_do_not_change_a_transcript():

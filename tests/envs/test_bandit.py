@@ -37,7 +37,7 @@ def env() -> BanditEnv:
 
 def test_conformance_suite_passes():
     report = check_text_env(functools.partial(agentenvs.make, "bandit"), max_steps=100)
-    assert "cross_process" in report.passed
+    assert "cross_process" in report.passed and "anchor" in report.passed
 
 
 def test_conformance_suite_passes_with_a_turn_cap():
@@ -72,13 +72,10 @@ def test_privileged_info_only_when_asked():
     env = agentenvs.make("bandit", privileged=True)
     _, info = env.reset(seed=0, options={"task_id": GAUSSIAN})
     means = env.task["means"]
-    assert info["privileged"]["means"] == means
-    assert info["privileged"]["best_arm"] == int(np.argmax(means))
-    assert info["privileged"]["best_arm_name"] == env.task["arms"][int(np.argmax(means))]
-    assert info["privileged"]["stds"] == env.task["stds"]
+    assert info["privileged"] == {"arm_means": means, "best_arm": int(np.argmax(means)), "arm_stds": env.task["stds"]}
     _, info = env.reset(seed=0, options={"task_id": BERNOULLI})
     assert info["admissible_actions"][info["privileged"]["best_arm"]] == f"pull[{int(np.argmax(env.task['means']))}]"
-    assert "stds" not in info["privileged"]
+    assert "arm_stds" not in info["privileged"] and check_info(info) == []
 
 
 def test_every_spelling_of_a_pull_reaches_the_same_arm(env):
@@ -186,12 +183,26 @@ def test_same_task_and_seed_replay_exactly_and_seeds_differ(env):
     assert rewards(11) != rewards(12)
 
 
-def test_anchor_ignores_history_and_names_the_task(env):
-    _, first = env.reset(seed=0, options={"task_id": BERNOULLI})
-    anchors = {first["anchor"]} | {env.step(f"pull[{t % 5}]")[4]["anchor"] for t in range(10)}
-    assert len(anchors) == 1
-    _, other = env.reset(seed=0, options={"task_id": GAUSSIAN})
-    assert other["anchor"] not in anchors
+def test_anchor_is_the_pulls_per_arm_and_left_whatever_their_order(env):
+    def anchors(actions: list[str], task_id: str = BERNOULLI) -> list[str]:
+        _, info = env.reset(seed=0, options={"task_id": task_id})
+        return [info["anchor"], *(env.step(action)[4]["anchor"] for action in actions)]
+
+    forward = anchors(["pull[0]", "pull[1]", "pull[2]", "bogus"])
+    assert forward[-1] == anchors(["bogus", "pull[2]", "pull[1]", "pull[0]"])[-1]
+    assert len(set(forward)) == len(forward), "every pull changes the state"
+    assert anchors(["pull[0]", "pull[0]"])[-1] != anchors(["pull[0]", "pull[1]"])[-1]
+    assert anchors(["pull[0]", "bogus"])[-1] != anchors(["pull[0]"])[-1], "a wasted pull leaves fewer pulls"
+    assert anchors([], GAUSSIAN)[0] != forward[0]
+
+
+def test_score_is_the_progress_so_far_on_every_step(env):
+    _, info = env.reset(seed=0, options={"task_id": BERNOULLI})
+    assert info["score"] == 0.0
+    best = int(np.argmax(env.task["means"]))
+    worst = int(np.argmin(env.task["means"]))
+    assert env.step(f"pull[{best}]")[4]["score"] == 1.0
+    assert env.step(f"pull[{worst}]")[4]["score"] < 1.0
 
 
 def test_state_restore_continues_identically(env):

@@ -24,7 +24,7 @@ from agentenvs.envs.sciworld.env import ScienceWorldEnv, parse_simplifications, 
 from agentenvs.envs.sciworld.jvm import find_orphan_jvms, java_options
 from agentenvs.errors import EnvFailed, InvalidArgument
 from agentenvs.info import check_info
-from agentenvs.testing import check_text_env
+from agentenvs.testing import CHECKS, check_text_env
 
 pytestmark = pytest.mark.slow
 
@@ -99,6 +99,13 @@ JVM_HEAVY = pytest.mark.timeout(1800)
 def test_conformance_suite_in_process():
     report = check_text_env(functools.partial(agentenvs.make, "sciworld"), seeds=(0,), max_steps=20, fuzz_examples=25)
     assert "cross_process" in report.passed
+
+
+def test_anchor_check_on_tasks_that_start_between_two_closed_doors():
+    """Seeds 1 and 3 draw tasks that start in a room with two or more closed doors (seed 0's has one)."""
+    others = tuple(check for check in CHECKS if check != "anchor")
+    report = check_text_env(functools.partial(agentenvs.make, "sciworld"), seeds=(1, 3), skip=others)
+    assert report.passed == ["anchor"]
 
 
 @JVM_HEAVY
@@ -278,7 +285,8 @@ def test_simplifications_are_checked_and_applied():
     try:
         observation, info = simple.reset(seed=0, options={"task_id": short_task()["task_id"]})
         assert "closed" not in observation.split("You also see:")[-1]
-        assert info["privileged"]["simplifications"] == "openDoors,teleportAction"
+        assert info["privileged"]["task_params"]["simplifications"] == "openDoors,teleportAction"
+        assert check_info(info) == []
         _, _, _, _, info = simple.step("teleport to kitchen")
         assert info["action_valid"]
     finally:
