@@ -96,11 +96,6 @@ JVM_HEAVY = pytest.mark.timeout(1800)
 
 
 @JVM_HEAVY
-def test_conformance_suite_in_process():
-    report = check_text_env(functools.partial(agentenvs.make, "sciworld"), seeds=(0,), max_steps=20, fuzz_examples=25)
-    assert "cross_process" in report.passed
-
-
 def test_anchor_check_on_tasks_that_start_between_two_closed_doors():
     """Seeds 1 and 3 draw tasks that start in a room with two or more closed doors (seed 0's has one)."""
     others = tuple(check for check in CHECKS if check != "anchor")
