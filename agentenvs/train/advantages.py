@@ -3,8 +3,7 @@
 Every estimator answers ``list[list[float]]``: for each episode, one advantage per turn (step). The
 trainer gives every response token of a turn that turn's advantage; prompt and observation tokens are
 masked out by the loss. Outcome estimators (GRPO, Dr.GRPO, RLOO) give all turns of an episode the same
-value; GiGPO adds a step-level term from ``anchor`` groups. Formulas and their sources:
-``shared/research/algorithms.md`` §4.1 (GRPO, Dr.GRPO), §4.3 (GiGPO), §4.4 (ActFocus), §4.11 (RLOO).
+value; GiGPO adds a step-level term from ``anchor`` groups. The formulas: docs/train.md ("One step").
 
 Groups are the records' ``group_id``: episodes of the same task and seed rolled out by the same policy.
 A group of one has no baseline; as in verl it keeps its raw score (mean 0, scale 1). Drop such groups
