@@ -15,12 +15,15 @@ from agentenvs import errors
 from agentenvs.errors import AgentEnvsError, InvalidActionType, InvalidArgument
 
 PROTOCOL_VERSION = "1"
-PREFIX = "/v1"
 SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
 """Session ids are 128 random bits in lower-case hex."""
 ENV_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_BATCH = 1024
 """The most items one ``POST /v1/batch/step`` may carry."""
+MAX_DEPTH = 64
+"""How deeply the free-form values (``kwargs``, ``options``, ``state``) may nest. Deeper ones are refused with
+400 before they reach an environment, where pickling them to a worker or encoding an answer would overflow
+the interpreter's stack."""
 
 
 # ---------------------------------------------------------------------- protocol errors
@@ -176,9 +179,31 @@ def parse_json_object(raw: bytes, *, empty_ok: bool = False) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedRequest(f"the body is not valid JSON ({exc}); send a JSON object") from None
+    except RecursionError:
+        raise MalformedRequest(f"the body nests too deeply; values may nest at most {MAX_DEPTH} levels") from None
     if not isinstance(body, dict):
         raise MalformedRequest(f"the body must be a JSON object, got a JSON {type(body).__name__}")
     return body
+
+
+def check_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse a free-form value nested deeper than ``limit`` levels (iteratively: no recursion to overflow)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                raise MalformedRequest(f"{what} nests more than {limit} levels deep; send a flatter value")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _preview(value: Any) -> str:
+    """The start of a value's JSON for an error message (a type name where encoding it would recurse too deep)."""
+    try:
+        return json.dumps(value)[:60]
+    except RecursionError:
+        return f"a deeply nested {type(value).__name__}"
 
 
 def _check_fields(body: dict[str, Any], allowed: set[str], what: str) -> None:
@@ -192,7 +217,7 @@ def _require(body: dict[str, Any], name: str, kind: type | tuple[type, ...], wha
         raise MalformedRequest(f"{what} is missing the field {name!r} ({hint})")
     value = body[name]
     if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
-        raise MalformedRequest(f"{what}: {name!r} must be {hint}, got {json.dumps(value)[:60]}")
+        raise MalformedRequest(f"{what}: {name!r} must be {hint}, got {_preview(value)}")
     return value
 
 
@@ -213,6 +238,7 @@ class CreateSession:
         kwargs = {} if kwargs is None else kwargs
         if not isinstance(kwargs, dict):
             raise MalformedRequest(f"{what}: 'kwargs' must be a JSON object of constructor keywords")
+        check_depth(kwargs, f"{what}: 'kwargs'")
         privileged = body.get("privileged", False)
         if not isinstance(privileged, bool):
             raise MalformedRequest(f"{what}: 'privileged' must be true or false")
@@ -232,10 +258,12 @@ class ResetRequest:
         _check_fields(body, {"seed", "options"}, "reset")
         seed = body.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise InvalidArgument(f"seed must be a non-negative integer or null, got {json.dumps(seed)[:60]}")
+            raise InvalidArgument(f"seed must be a non-negative integer or null, got {_preview(seed)}")
         options = body.get("options")
         if options is not None and not isinstance(options, dict):
             raise InvalidArgument('options must be a JSON object such as {"task_id": ..., "split": ...}')
+        if options is not None:
+            check_depth(options, "reset: 'options'")
         return cls(seed=seed, options=options)
 
     def to_json(self) -> dict[str, Any]:
@@ -254,7 +282,7 @@ def _parse_action(body: dict[str, Any], what: str) -> str:
         raise MalformedRequest(f"{what} is missing the field 'action' (the action text, a string)")
     action = body["action"]
     if not isinstance(action, str):
-        raise InvalidActionType(f"the action must be a string, got {json.dumps(action)[:60]}")
+        raise InvalidActionType(f"the action must be a string, got {_preview(action)}")
     return action
 
 
@@ -306,6 +334,7 @@ def parse_state(body: dict[str, Any]) -> dict[str, Any]:
     state = body.get("state")
     if not isinstance(state, dict):
         raise InvalidArgument('set_state needs {"state": <the object GET /v1/sessions/{id}/state returned>}')
+    check_depth(state, "set_state: 'state'")
     return state
 
 
