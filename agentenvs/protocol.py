@@ -382,3 +382,82 @@ def step_answer(observation: str, reward: float, terminated: bool, truncated: bo
 def dumps(value: Any) -> bytes:
     """The JSON encoding used on the wire (ASCII, so lone surrogates and odd bytes travel safely)."""
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+# ---------------------------------------------------------------------- the route table
+
+
+@dataclass(frozen=True)
+class Link:
+    """An OpenAPI link: after this route succeeds, ``target`` can be called on the same session."""
+
+    target: str
+    body: Any = None
+    """The target's request body as an OpenAPI runtime expression or literal (None: generated from its schema)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route of protocol v1. The flask app, the client and the OpenAPI document are all built from these."""
+
+    name: str
+    """The flask endpoint, the OpenAPI ``operationId`` and the client's :meth:`Client.call` name."""
+    method: str
+    path: str
+    summary: str
+    ok: int = 200
+    request: str | None = None
+    """The name of the request body's schema (``agentenvs/protocol_schemas.py``), if it takes one."""
+    body_required: bool = True
+    answer: str | None = None
+    """The name of the success answer's schema; None for an answer without a JSON body."""
+    errors: tuple[int, ...] = ()
+    auth: bool = True
+    links: tuple[Link, ...] = ()
+    content: str = "application/json"
+    any_id: bool = False
+    """A session route that takes any string as the id (DELETE: closing what is not open is not an error)."""
+
+    @property
+    def flask_rule(self) -> str:
+        return self.path.replace("{session_id}", "<session_id>")
+
+    def url(self, session_id: str | None = None) -> str:
+        """The path of a call, with ``session_id`` filled in for the session routes."""
+        return self.path if session_id is None else self.path.replace("{session_id}", session_id)
+
+
+SESSION_ERRORS = (400, 401, 404, 409, 413, 422, 500, 504)
+_SESSION_LINKS = tuple(
+    Link(name) for name in ("session_info", "reset", "step", "get_state", "describe", "extract_action", "close")
+)
+ROUTES: tuple[Route, ...] = (
+    Route("healthz", "GET", "/healthz", "liveness (no token needed)", answer="Health", errors=(503,), auth=False),
+    Route("metrics", "GET", "/metrics", "Prometheus text", answer="Metrics", errors=(401,), content="text/plain"),
+    Route("openapi", "GET", "/v1/openapi.json", "this document", answer="Document", errors=(401,)),
+    Route("envs", "GET", "/v1/envs", "served environments: names, versions, splits, capabilities", answer="Envs",
+          errors=(401,)),
+    Route("create_session", "POST", "/v1/sessions", "open a session", ok=201, request="CreateSession",
+          answer="Session", errors=(400, 401, 413, 422, 429, 500, 503, 504), links=_SESSION_LINKS),
+    Route("session_info", "GET", "/v1/sessions/{session_id}", "the session's turn, done flag and worker",
+          answer="SessionInfo", errors=(401, 404, 409)),
+    Route("close", "DELETE", "/v1/sessions/{session_id}", "close (idempotent: any id answers 204)", ok=204,
+          errors=(401,), any_id=True),
+    Route("reset", "POST", "/v1/sessions/{session_id}/reset", "start an episode", request="Reset",
+          body_required=False, answer="Observation", errors=SESSION_ERRORS,
+          links=(Link("step", {"action": "", "turn": 0}), Link("get_state"))),
+    Route("step", "POST", "/v1/sessions/{session_id}/step", "take one action (idempotent by turn)", request="Step",
+          answer="StepAnswer", errors=SESSION_ERRORS, links=(Link("session_info"),)),
+    Route("get_state", "GET", "/v1/sessions/{session_id}/state", "get_state()", answer="State",
+          errors=SESSION_ERRORS, links=(Link("set_state", "$response.body"),)),
+    Route("set_state", "POST", "/v1/sessions/{session_id}/state", "set_state(state)", request="SetState",
+          answer="Observation", errors=SESSION_ERRORS),
+    Route("describe", "GET", "/v1/sessions/{session_id}/describe", "describe() of the session's environment",
+          answer="Description", errors=SESSION_ERRORS),
+    Route("extract_action", "POST", "/v1/sessions/{session_id}/extract_action",
+          "the action and its span in a full model response, by the session's own parser", request="Extract",
+          answer="Extracted", errors=SESSION_ERRORS),
+    Route("batch_step", "POST", "/v1/batch/step", "step many sessions at once; an error per failed item",
+          request="BatchStep", answer="BatchAnswer", errors=(400, 401, 413)),
+)  # fmt: skip
+ROUTE = {route.name: route for route in ROUTES}

@@ -8,8 +8,6 @@ then are unknown; the worker is replaced).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import re
 import secrets
@@ -35,6 +33,7 @@ from agentenvs.protocol import (
     TurnMismatch,
     UnknownSession,
 )
+from agentenvs.servers.auth import same_owner
 from agentenvs.servers.metrics import Metrics
 from agentenvs.servers.worker import WorkerHandle
 
@@ -90,10 +89,6 @@ class Tombstone:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def token_digest(token: str | None) -> bytes | None:
-    return None if token is None else hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-
-
 class SessionManager:
     """Open, drive and close sessions on a pool of worker processes."""
 
@@ -105,6 +100,8 @@ class SessionManager:
         self.config = config
         self.metrics = metrics or Metrics()
         self.descriptions: dict[str, dict[str, Any]] = {}
+        self.task_ids: dict[str, dict[str, list[str]]] = {}
+        """The task ids of each served environment by split, for the OpenAPI document's reset options."""
         self._entry_points = {name: ep for name, ep in config.envs.items() if ep}
         self._sessions: dict[str, Session] = {}
         self._tombstones: OrderedDict[str, Tombstone] = OrderedDict()
@@ -125,7 +122,8 @@ class SessionManager:
             if not ok:
                 code, _, message, _ = payload
                 raise protocol.error_class(code)(f"cannot serve {name!r}: {message}")
-            self.descriptions[name] = payload
+            self.descriptions[name] = payload["description"]
+            self.task_ids[name] = payload["task_ids"]
         if self.config.lease_ttl_s > 0:
             self._reaper = threading.Thread(target=self._reap_loop, name="lease-reaper", daemon=True)
             self._reaper.start()
@@ -213,9 +211,9 @@ class SessionManager:
             raise UnknownSession(f"no session {session_id[:40]!r}: session ids are 32 lower-case hex characters")
         with self._lock:
             session = self._sessions.get(session_id)
-            if session is None or not _same_token(session.token_digest, digest):
+            if session is None or not same_owner(session.token_digest, digest):
                 tomb = self._tombstones.get(session_id)
-                if tomb is not None and _same_token(tomb.token_digest, digest):
+                if tomb is not None and same_owner(tomb.token_digest, digest):
                     if tomb.error is not UnknownSession:
                         self._tombstones[session_id] = Tombstone(tomb.token_digest, tomb.message)
                     raise tomb.error(tomb.message)
@@ -276,7 +274,7 @@ class SessionManager:
 
     # ------------------------------------------------------------------ the operations
 
-    def create(self, request: CreateSession, token: str | None = None) -> dict[str, Any]:
+    def create(self, request: CreateSession, owner: bytes | None = None) -> dict[str, Any]:
         if self.draining:
             raise ShuttingDown("the server is shutting down; open the session on another server")
         if request.env not in self.descriptions:
@@ -305,7 +303,7 @@ class SessionManager:
             worker.sessions += 1
             self._creating += 1
         session_id = secrets.token_hex(16)
-        digest = token_digest(token)
+        digest = owner
         session = Session(session_id, request.env, worker, digest, request.privileged, time.monotonic(), busy=True)
         try:
             future = worker.call("create", session_id, (request.env, request.kwargs, request.privileged))
@@ -321,19 +319,24 @@ class SessionManager:
             with self._lock:
                 self._creating -= 1
         self.metrics.inc("agentenvs_sessions_opened_total", (("env", request.env),))
-        return {"session_id": session_id, "lease_ttl_s": self.config.lease_ttl_s, "env": description}
+        return {
+            "session_id": session_id,
+            "lease_ttl_s": self.config.lease_ttl_s,
+            "step_timeout_s": self.config.step_timeout_s,
+            "env": description,
+        }
 
-    def close(self, session_id: str, token: str | None = None) -> None:
+    def close(self, session_id: str, owner: bytes | None = None) -> None:
         """Close a session; closing one that is closed or unknown is not an error (DELETE is idempotent)."""
-        digest = token_digest(token)
+        digest = owner
         with self._lock:
             session = self._sessions.get(session_id)
-            if session is None or not _same_token(session.token_digest, digest):
+            if session is None or not same_owner(session.token_digest, digest):
                 return
         self._close(session, f"session {session_id} is closed (DELETE); open a new one", "deleted")
 
-    def _drive(self, session_id: str, token: str | None, op: str, args: tuple, timeout: float | None = None) -> bytes:
-        session = self._acquire(session_id, token_digest(token))
+    def _drive(self, session_id: str, owner: bytes | None, op: str, args: tuple, timeout: float | None = None) -> bytes:
+        session = self._acquire(session_id, owner)
         try:
             future = session.worker.call(op, session.id, args)
             payload, session.turn, session.done = self._wait(session, future, op, timeout or self.config.step_timeout_s)
@@ -343,23 +346,23 @@ class SessionManager:
         finally:
             self._release(session)
 
-    def reset(self, session_id: str, request: ResetRequest, token: str | None = None) -> bytes:
-        return self._drive(session_id, token, "reset", (request.seed, request.options), self.config.setup_timeout_s)
+    def reset(self, session_id: str, request: ResetRequest, owner: bytes | None = None) -> bytes:
+        return self._drive(session_id, owner, "reset", (request.seed, request.options), self.config.setup_timeout_s)
 
-    def get_state(self, session_id: str, token: str | None = None) -> bytes:
-        return self._drive(session_id, token, "get_state", ())
+    def get_state(self, session_id: str, owner: bytes | None = None) -> bytes:
+        return self._drive(session_id, owner, "get_state", ())
 
-    def set_state(self, session_id: str, state: dict[str, Any], token: str | None = None) -> bytes:
-        return self._drive(session_id, token, "set_state", (state,), self.config.setup_timeout_s)
+    def set_state(self, session_id: str, state: dict[str, Any], owner: bytes | None = None) -> bytes:
+        return self._drive(session_id, owner, "set_state", (state,), self.config.setup_timeout_s)
 
-    def describe(self, session_id: str, token: str | None = None) -> bytes:
-        return self._drive(session_id, token, "describe", ())
+    def describe(self, session_id: str, owner: bytes | None = None) -> bytes:
+        return self._drive(session_id, owner, "describe", ())
 
-    def extract_action(self, session_id: str, response: str, token: str | None = None) -> bytes:
-        return self._drive(session_id, token, "extract_action", (response,))
+    def extract_action(self, session_id: str, response: str, owner: bytes | None = None) -> bytes:
+        return self._drive(session_id, owner, "extract_action", (response,))
 
-    def session_info(self, session_id: str, token: str | None = None) -> dict[str, Any]:
-        session = self._acquire(session_id, token_digest(token))
+    def session_info(self, session_id: str, owner: bytes | None = None) -> dict[str, Any]:
+        session = self._acquire(session_id, owner)
         try:
             return {
                 "session_id": session.id,
@@ -391,8 +394,8 @@ class SessionManager:
         self.metrics.inc("agentenvs_steps_total", (("env", session.env),))
         return payload
 
-    def step(self, session_id: str, request: StepRequest, token: str | None = None) -> bytes:
-        session = self._acquire(session_id, token_digest(token))
+    def step(self, session_id: str, request: StepRequest, owner: bytes | None = None) -> bytes:
+        session = self._acquire(session_id, owner)
         try:
             stored = self._stored_or_check(session, request.turn)
             if stored is not None:
@@ -403,9 +406,9 @@ class SessionManager:
         finally:
             self._release(session)
 
-    def batch_step(self, items: list[BatchItem | AgentEnvsError], token: str | None = None) -> list[bytes]:
+    def batch_step(self, items: list[BatchItem | AgentEnvsError], owner: bytes | None = None) -> list[bytes]:
         """One answer per item, in order: a step answer or ``{"error": ...}``; items on one worker go as one call."""
-        digest = token_digest(token)
+        digest = owner
         results: list[bytes | None] = [None] * len(items)
         held: list[Session] = []
         groups: dict[int, list[tuple[int, Session, BatchItem]]] = {}
@@ -452,6 +455,29 @@ class SessionManager:
 
     # ------------------------------------------------------------------ what /healthz and /metrics show
 
+    def health(self) -> dict[str, Any]:
+        """The ``/healthz`` answer: ok, degraded (no worker alive) or draining."""
+        stats = self.stats()
+        alive = sum(w["alive"] for w in stats["workers"])
+        status = "draining" if self.draining else ("ok" if alive else "degraded")
+        return {
+            "status": status,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "sessions": stats["sessions"],
+            "workers_alive": alive,
+        }
+
+    def render_metrics(self, in_flight: Any = None) -> str:
+        """The ``/metrics`` text: the counters and histograms, with the session and worker gauges of now."""
+        stats = self.stats()
+        gauges = {
+            "agentenvs_sessions_active": {(("env", e),): float(n) for e, n in stats["sessions_by_env"].items()},
+            "agentenvs_workers_alive": {(): float(sum(w["alive"] for w in stats["workers"]))},
+        }
+        if in_flight is not None:
+            gauges["agentenvs_requests_in_flight"] = {(): float(in_flight.count)}
+        return self.metrics.render(gauges)
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             by_env: dict[str, int] = {}
@@ -461,12 +487,6 @@ class SessionManager:
                 {"index": w.index, "pid": w.pid, "alive": w.alive, "sessions": w.sessions} for w in self._workers
             ]
         return {"sessions": sum(by_env.values()), "sessions_by_env": by_env, "workers": workers}
-
-
-def _same_token(expected: bytes | None, given: bytes | None) -> bool:
-    if expected is None:
-        return True
-    return given is not None and hmac.compare_digest(expected, given)
 
 
 def _error_item(exc: AgentEnvsError, metrics: Metrics) -> bytes:

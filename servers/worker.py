@@ -72,11 +72,13 @@ class EnvHost:
             return _failure(exc, what)
 
     def _describe_env(self, name: str) -> dict[str, Any]:
+        """The environment's description and its task ids by split (building it checks it can be served)."""
         import agentenvs
 
         env = agentenvs.make(name)
         try:
-            return env.describe()
+            task_ids = {split: [task["task_id"] for task in env.tasks(split)] for split in env.splits()}
+            return {"description": env.describe(), "task_ids": task_ids}
         finally:
             env.close()
 

@@ -12,7 +12,7 @@ from conftest import Api, error_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentenvs.servers.openapi import openapi_document
+from agentenvs.servers.document import openapi_document
 
 KNOWN_CODES = {
     "malformed_request", "unknown_session", "not_found", "method_not_allowed", "turn_mismatch", "session_busy",
