@@ -13,6 +13,7 @@ from typing import Any
 
 from agentenvs import errors
 from agentenvs.errors import AgentEnvsError, InvalidActionType, InvalidArgument
+from agentenvs.seeding import check_seed
 
 PROTOCOL_VERSION = "1"
 SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -256,9 +257,7 @@ class ResetRequest:
     @classmethod
     def parse(cls, body: dict[str, Any]) -> ResetRequest:
         _check_fields(body, {"seed", "options"}, "reset")
-        seed = body.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise InvalidArgument(f"seed must be a non-negative integer or null, got {_preview(seed)}")
+        seed = check_seed(body.get("seed"))
         options = body.get("options")
         if options is not None and not isinstance(options, dict):
             raise InvalidArgument('options must be a JSON object such as {"task_id": ..., "split": ...}')
