@@ -34,8 +34,9 @@ from agentenvs.protocol import (
     UnknownSession,
 )
 from agentenvs.servers.auth import same_owner
+from agentenvs.servers.messages import Failure, Outcome, Result
 from agentenvs.servers.metrics import Metrics
-from agentenvs.servers.worker import WorkerHandle
+from agentenvs.servers.worker import WorkerHandle, failed
 
 UNSAFE_KWARG = re.compile(r"path|dir|file|root|cmd|command|exec|shell|url|host|port|socket", re.IGNORECASE)
 """Constructor keywords a request may not set: whatever names a file, a command or a network address is
@@ -118,12 +119,12 @@ class SessionManager:
         """Start the workers, describe every served environment (which checks it can be built), start the reaper."""
         self._workers = [self._spawn(i) for i in range(self.config.workers)]
         for name in self.config.envs:
-            ok, payload = self._workers[0].call("describe_env", None, (name,)).result(self.config.setup_timeout_s)
-            if not ok:
-                code, _, message, _ = payload
-                raise protocol.error_class(code)(f"cannot serve {name!r}: {message}")
-            self.descriptions[name] = payload["description"]
-            self.task_ids[name] = payload["task_ids"]
+            outcome = self._workers[0].call("describe_env", None, (name,)).result(self.config.setup_timeout_s)
+            if not outcome.ok:
+                failure: Failure = outcome.payload
+                raise protocol.error_class(failure.code)(f"cannot serve {name!r}: {failure.message}")
+            self.descriptions[name] = outcome.payload["description"]
+            self.task_ids[name] = outcome.payload["task_ids"]
         if self.config.lease_ttl_s > 0:
             self._reaper = threading.Thread(target=self._reap_loop, name="lease-reaper", daemon=True)
             self._reaper.start()
@@ -251,7 +252,7 @@ class SessionManager:
         """The payload of a worker call; errors become exceptions, and timeouts and crashes close the session."""
         started = time.perf_counter()
         try:
-            answer = future.result(timeout)
+            outcome = future.result(timeout)
         except FutureTimeout:
             raise self._timed_out(session, op, timeout) from None
         except EnvFailed as exc:
@@ -259,17 +260,17 @@ class SessionManager:
             raise EnvFailed(str(exc)) from None
         finally:
             self.metrics.observe("agentenvs_env_call_duration_seconds", time.perf_counter() - started, (("op", op),))
-        return self._unpack(session, answer)
+        return self._unpack(session, outcome)
 
-    def _unpack(self, session: Session, answer: tuple[bool, Any]) -> Any:
-        ok, payload = answer
-        if ok:
-            return payload
-        code, status, message, fatal = payload
-        if fatal:
-            self._close(session, f"session {session.id} was closed after its environment failed: {message}", "failed")
-        error = protocol.error_class(code)(message)
-        error.code, error.http_status = code, status
+    def _unpack(self, session: Session, outcome: Outcome) -> Any:
+        if outcome.ok:
+            return outcome.payload
+        failure: Failure = outcome.payload
+        if failure.fatal:
+            message = f"session {session.id} was closed after its environment failed: {failure.message}"
+            self._close(session, message, "failed")
+        error = protocol.error_class(failure.code)(failure.message)
+        error.code, error.http_status = failure.code, failure.http_status
         raise error
 
     # ------------------------------------------------------------------ the operations
@@ -339,10 +340,11 @@ class SessionManager:
         session = self._acquire(session_id, owner)
         try:
             future = session.worker.call(op, session.id, args)
-            payload, session.turn, session.done = self._wait(session, future, op, timeout or self.config.step_timeout_s)
+            result: Result = self._wait(session, future, op, timeout or self.config.step_timeout_s)
+            session.turn, session.done = result.turn, result.done
             if op in ("reset", "set_state"):
                 session.last_step = None
-            return payload
+            return result.body
         finally:
             self._release(session)
 
@@ -388,11 +390,11 @@ class SessionManager:
             )
         return None
 
-    def _record_step(self, session: Session, turn: int, result: tuple[bytes, int, bool]) -> bytes:
-        payload, session.turn, session.done = result
-        session.last_step = (turn, payload)
+    def _record_step(self, session: Session, turn: int, result: Result) -> bytes:
+        session.turn, session.done = result.turn, result.done
+        session.last_step = (turn, result.body)
         self.metrics.inc("agentenvs_steps_total", (("env", session.env),))
-        return payload
+        return result.body
 
     def step(self, session_id: str, request: StepRequest, owner: bytes | None = None) -> bytes:
         session = self._acquire(session_id, owner)
@@ -433,11 +435,11 @@ class SessionManager:
             deadline = time.monotonic() + self.config.step_timeout_s
             for group, future in calls:
                 try:
-                    answers = future.result(max(0.0, deadline - time.monotonic()))[1]
+                    answers = future.result(max(0.0, deadline - time.monotonic())).payload
                 except FutureTimeout:
                     answers = [None] * len(group)
                 except EnvFailed as exc:
-                    answers = [(False, (EnvFailed.code, EnvFailed.http_status, str(exc), True))] * len(group)
+                    answers = [failed(str(exc))] * len(group)
                 for (index, session, item), answer in zip(group, answers, strict=False):
                     results[index] = self._batch_answer(session, item, answer)
         finally:
@@ -445,7 +447,7 @@ class SessionManager:
                 self._release(session)
         return [r if r is not None else b"null" for r in results]
 
-    def _batch_answer(self, session: Session, item: BatchItem, answer: tuple[bool, Any] | None) -> bytes:
+    def _batch_answer(self, session: Session, item: BatchItem, answer: Outcome | None) -> bytes:
         try:
             if answer is None:
                 raise self._timed_out(session, "step", self.config.step_timeout_s)
