@@ -1,4 +1,4 @@
-"""Wire protocol v1 (DESIGN §3): routes, request parsing, answers and errors shared by server and client.
+"""Wire protocol v1 (docs/protocol.md): the route table, request parsing, answers and errors of server and client.
 
 Kept light (no flask, no requests) so the server, the client and tests all read the same rules:
 what a valid body is, which error a bad one gets, and how an error answer maps back to an exception.

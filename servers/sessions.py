@@ -1,6 +1,6 @@
 """``SessionManager``: sessions, their leases and limits, pinned to worker processes.
 
-It owns every rule of DESIGN §3 that is not HTTP: the session cap, the idle lease reaper, the step time
+It owns every rule of docs/protocol.md that is not HTTP: the session cap, the idle lease reaper, the step time
 limit, idempotent step retries by ``turn``, one request at a time per session, the token that opened a
 session, and what happens to the sessions of a worker that dies (they fail with ``env_failed`` once,
 then are unknown; the worker is replaced).
