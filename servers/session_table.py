@@ -8,9 +8,9 @@ that its worker died (``env_failed`` once, then 404) instead of a bare "unknown"
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentenvs import protocol
@@ -103,7 +103,12 @@ class SessionTable:
                 self.bury(session, message)
         return was_open
 
-    def remove_where(self, keep: Any, message: Any, error: type[AgentEnvsError] = UnknownSession) -> list[Session]:
+    def remove_where(
+        self,
+        keep: Callable[[Session], bool],
+        message: Callable[[Session], str],
+        error: type[AgentEnvsError] = UnknownSession,
+    ) -> list[Session]:
         """Take out every session for which ``keep(session)`` is false, burying each with ``message(session)``."""
         with self.lock:
             gone = [s for s in self.sessions.values() if not keep(s)]
