@@ -116,16 +116,21 @@ class Client:
                 return payload
             error = protocol.error_from_answer(answer.status_code, payload, answer.headers.get("Retry-After"))
             if isinstance(error, SessionBusy) and time.monotonic() < deadline:
-                time.sleep(0.02)
+                time.sleep(self.backoff_s)
                 continue
             raise error
 
+    def call(self, name: str, session_id: str | None = None, body: Any = None, *, busy_wait_s: float = 0.0) -> Any:
+        """:meth:`request` on the route ``name`` of ``protocol.ROUTES`` (the table the server is built from)."""
+        route = protocol.ROUTE[name]
+        return self.request(route.method, route.url(session_id), body, busy_wait_s=busy_wait_s)
+
     def envs(self) -> dict[str, Any]:
         """The served environments' descriptions, by name."""
-        return self.request("GET", "/v1/envs")["envs"]
+        return self.call("envs")["envs"]
 
     def health(self) -> dict[str, Any]:
-        return self.request("GET", "/healthz")
+        return self.call("healthz")
 
     def make(self, name: str, *, privileged: bool = False, **kwargs: Any) -> RemoteEnv:
         """Open a session of environment ``name`` (keywords go to its constructor on the server)."""
@@ -144,7 +149,8 @@ class Client:
         steps = [
             {"session_id": env.session_id, "action": a, "turn": env.turn} for env, a in zip(envs, actions, strict=True)
         ]
-        answers = self.request("POST", "/v1/batch/step", {"steps": steps}, busy_wait_s=30.0)["results"]
+        busy_wait_s = max((env.step_timeout_s for env in envs), default=0.0)
+        answers = self.call("batch_step", body={"steps": steps}, busy_wait_s=busy_wait_s)["results"]
         results: list[Any] = []
         for env, answer in zip(envs, answers, strict=True):
             if "error" in answer:
@@ -173,9 +179,11 @@ class RemoteEnv(gym.Env[str, str]):
         self.kwargs = kwargs
         self.privileged = privileged
         request = protocol.CreateSession(env=name, kwargs=kwargs, privileged=privileged)
-        answer = client.request("POST", "/v1/sessions", request.to_json())
+        answer = client.call("create_session", body=request.to_json())
         self.session_id: str = answer["session_id"]
         self.lease_ttl_s: float = answer["lease_ttl_s"]
+        self.step_timeout_s: float = answer["step_timeout_s"]
+        """The server's step limit: how long a retried step waits out its first attempt (``session_busy``)."""
         self._description: dict[str, Any] = answer["env"]
         self.version = self._description.get("version", "")
         self.max_turns = self._description.get("max_turns")
@@ -199,7 +207,8 @@ class RemoteEnv(gym.Env[str, str]):
 
     @property
     def path(self) -> str:
-        return f"/v1/sessions/{self.session_id}"
+        """The session's own route (``GET`` is its turn, done flag and worker)."""
+        return protocol.ROUTE["session_info"].url(self.session_id)
 
     @property
     def turn(self) -> int:
@@ -215,7 +224,7 @@ class RemoteEnv(gym.Env[str, str]):
             seed = int(self.np_random.integers(0, 2**31 - 1))
         elif isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
             super().reset(seed=seed)
-        answer = self.client.request("POST", self.path + "/reset", {"seed": seed, "options": options})
+        answer = self.client.call("reset", self.session_id, {"seed": seed, "options": options})
         self._turn, self._done = 0, False
         self._last_observation = answer["observation"]
         return answer["observation"], answer["info"]
@@ -228,7 +237,7 @@ class RemoteEnv(gym.Env[str, str]):
                 raise InvalidActionType(f"the action must be a str, got {type(action).__name__}") from None
         with self._lock:
             body = {"action": action, "turn": self._turn}
-            answer = self.client.request("POST", self.path + "/step", body, busy_wait_s=30.0)
+            answer = self.client.call("step", self.session_id, body, busy_wait_s=self.step_timeout_s)
             return self._accept(protocol.StepAnswer.from_json(answer))
 
     def _accept(self, answer: protocol.StepAnswer) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -238,10 +247,10 @@ class RemoteEnv(gym.Env[str, str]):
         return answer.as_tuple()
 
     def get_state(self) -> dict[str, Any]:
-        return self.client.request("GET", self.path + "/state")["state"]
+        return self.client.call("get_state", self.session_id)["state"]
 
     def set_state(self, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        answer = self.client.request("POST", self.path + "/state", {"state": state})
+        answer = self.client.call("set_state", self.session_id, {"state": state})
         self._turn = answer["info"].get("turn", 0)
         self._done = bool(answer["info"].get("end_reason"))
         self._last_observation = answer["observation"]
@@ -262,7 +271,7 @@ class RemoteEnv(gym.Env[str, str]):
         return self._parser(response)
 
     def _remote_extract(self, response: str) -> ExtractedAction | None:
-        found = self.client.request("POST", self.path + "/extract_action", {"response": response})["extracted"]
+        found = self.client.call("extract_action", self.session_id, {"response": response})["extracted"]
         return None if found is None else ExtractedAction(found["action"], found["start"], found["end"])
 
     def render(self) -> str | None:
@@ -274,7 +283,7 @@ class RemoteEnv(gym.Env[str, str]):
             return
         self._closed = True
         with contextlib.suppress(AgentEnvsError):
-            self.client.request("DELETE", self.path)
+            self.client.call("close", self.session_id)
 
 
 def _uses_default_grammar(name: str) -> bool:

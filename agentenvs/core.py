@@ -31,7 +31,7 @@ from agentenvs.errors import (
     UnknownTask,
 )
 from agentenvs.info import EPISODE_END_KEYS
-from agentenvs.seeding import derive_seed, rng_for
+from agentenvs.seeding import check_seed, derive_seed, rng_for
 
 TEXT_CHARSET = frozenset(string.printable)
 """Observations are printable ASCII, so they always lie in ``observation_space``."""
@@ -161,8 +161,7 @@ class TextEnv(gym.Env[str, str]):
         unknown = set(options) - RESET_OPTIONS
         if unknown:
             raise InvalidArgument(f"unknown reset options {sorted(unknown)}; accepted: {sorted(RESET_OPTIONS)}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise InvalidArgument(f"seed must be a non-negative integer or None, got {seed!r}")
+        seed = check_seed(seed)
         super().reset(seed=None if seed is None else int(seed))
         if seed is None:
             seed = int(self.np_random.integers(0, 2**31 - 1))

@@ -1,4 +1,4 @@
-"""Wire protocol v1 (DESIGN §3): routes, request parsing, answers and errors shared by server and client.
+"""Wire protocol v1 (docs/protocol.md): the route table, request parsing, answers and errors of server and client.
 
 Kept light (no flask, no requests) so the server, the client and tests all read the same rules:
 what a valid body is, which error a bad one gets, and how an error answer maps back to an exception.
@@ -13,14 +13,18 @@ from typing import Any
 
 from agentenvs import errors
 from agentenvs.errors import AgentEnvsError, InvalidActionType, InvalidArgument
+from agentenvs.seeding import check_seed
 
 PROTOCOL_VERSION = "1"
-PREFIX = "/v1"
 SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
 """Session ids are 128 random bits in lower-case hex."""
 ENV_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_BATCH = 1024
 """The most items one ``POST /v1/batch/step`` may carry."""
+MAX_DEPTH = 64
+"""How deeply the free-form values (``kwargs``, ``options``, ``state``) may nest. Deeper ones are refused with
+400 before they reach an environment, where pickling them to a worker or encoding an answer would overflow
+the interpreter's stack."""
 
 
 # ---------------------------------------------------------------------- protocol errors
@@ -176,9 +180,31 @@ def parse_json_object(raw: bytes, *, empty_ok: bool = False) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedRequest(f"the body is not valid JSON ({exc}); send a JSON object") from None
+    except RecursionError:
+        raise MalformedRequest(f"the body nests too deeply; values may nest at most {MAX_DEPTH} levels") from None
     if not isinstance(body, dict):
         raise MalformedRequest(f"the body must be a JSON object, got a JSON {type(body).__name__}")
     return body
+
+
+def check_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse a free-form value nested deeper than ``limit`` levels (iteratively: no recursion to overflow)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                raise MalformedRequest(f"{what} nests more than {limit} levels deep; send a flatter value")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _preview(value: Any) -> str:
+    """The start of a value's JSON for an error message (a type name where encoding it would recurse too deep)."""
+    try:
+        return json.dumps(value)[:60]
+    except RecursionError:
+        return f"a deeply nested {type(value).__name__}"
 
 
 def _check_fields(body: dict[str, Any], allowed: set[str], what: str) -> None:
@@ -192,7 +218,7 @@ def _require(body: dict[str, Any], name: str, kind: type | tuple[type, ...], wha
         raise MalformedRequest(f"{what} is missing the field {name!r} ({hint})")
     value = body[name]
     if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
-        raise MalformedRequest(f"{what}: {name!r} must be {hint}, got {json.dumps(value)[:60]}")
+        raise MalformedRequest(f"{what}: {name!r} must be {hint}, got {_preview(value)}")
     return value
 
 
@@ -213,6 +239,7 @@ class CreateSession:
         kwargs = {} if kwargs is None else kwargs
         if not isinstance(kwargs, dict):
             raise MalformedRequest(f"{what}: 'kwargs' must be a JSON object of constructor keywords")
+        check_depth(kwargs, f"{what}: 'kwargs'")
         privileged = body.get("privileged", False)
         if not isinstance(privileged, bool):
             raise MalformedRequest(f"{what}: 'privileged' must be true or false")
@@ -230,12 +257,12 @@ class ResetRequest:
     @classmethod
     def parse(cls, body: dict[str, Any]) -> ResetRequest:
         _check_fields(body, {"seed", "options"}, "reset")
-        seed = body.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise InvalidArgument(f"seed must be a non-negative integer or null, got {json.dumps(seed)[:60]}")
+        seed = check_seed(body.get("seed"))
         options = body.get("options")
         if options is not None and not isinstance(options, dict):
             raise InvalidArgument('options must be a JSON object such as {"task_id": ..., "split": ...}')
+        if options is not None:
+            check_depth(options, "reset: 'options'")
         return cls(seed=seed, options=options)
 
     def to_json(self) -> dict[str, Any]:
@@ -254,7 +281,7 @@ def _parse_action(body: dict[str, Any], what: str) -> str:
         raise MalformedRequest(f"{what} is missing the field 'action' (the action text, a string)")
     action = body["action"]
     if not isinstance(action, str):
-        raise InvalidActionType(f"the action must be a string, got {json.dumps(action)[:60]}")
+        raise InvalidActionType(f"the action must be a string, got {_preview(action)}")
     return action
 
 
@@ -306,6 +333,7 @@ def parse_state(body: dict[str, Any]) -> dict[str, Any]:
     state = body.get("state")
     if not isinstance(state, dict):
         raise InvalidArgument('set_state needs {"state": <the object GET /v1/sessions/{id}/state returned>}')
+    check_depth(state, "set_state: 'state'")
     return state
 
 
@@ -353,3 +381,82 @@ def step_answer(observation: str, reward: float, terminated: bool, truncated: bo
 def dumps(value: Any) -> bytes:
     """The JSON encoding used on the wire (ASCII, so lone surrogates and odd bytes travel safely)."""
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+# ---------------------------------------------------------------------- the route table
+
+
+@dataclass(frozen=True)
+class Link:
+    """An OpenAPI link: after this route succeeds, ``target`` can be called on the same session."""
+
+    target: str
+    body: Any = None
+    """The target's request body as an OpenAPI runtime expression or literal (None: generated from its schema)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route of protocol v1. The flask app, the client and the OpenAPI document are all built from these."""
+
+    name: str
+    """The flask endpoint, the OpenAPI ``operationId`` and the client's :meth:`Client.call` name."""
+    method: str
+    path: str
+    summary: str
+    ok: int = 200
+    request: str | None = None
+    """The name of the request body's schema (``agentenvs/protocol_schemas.py``), if it takes one."""
+    body_required: bool = True
+    answer: str | None = None
+    """The name of the success answer's schema; None for an answer without a JSON body."""
+    errors: tuple[int, ...] = ()
+    auth: bool = True
+    links: tuple[Link, ...] = ()
+    content: str = "application/json"
+    any_id: bool = False
+    """A session route that takes any string as the id (DELETE: closing what is not open is not an error)."""
+
+    @property
+    def flask_rule(self) -> str:
+        return self.path.replace("{session_id}", "<session_id>")
+
+    def url(self, session_id: str | None = None) -> str:
+        """The path of a call, with ``session_id`` filled in for the session routes."""
+        return self.path if session_id is None else self.path.replace("{session_id}", session_id)
+
+
+SESSION_ERRORS = (400, 401, 404, 409, 413, 422, 500, 504)
+_SESSION_LINKS = tuple(
+    Link(name) for name in ("session_info", "reset", "step", "get_state", "describe", "extract_action", "close")
+)
+ROUTES: tuple[Route, ...] = (
+    Route("healthz", "GET", "/healthz", "liveness (no token needed)", answer="Health", errors=(503,), auth=False),
+    Route("metrics", "GET", "/metrics", "Prometheus text", answer="Metrics", errors=(401,), content="text/plain"),
+    Route("openapi", "GET", "/v1/openapi.json", "this document", answer="Document", errors=(401,)),
+    Route("envs", "GET", "/v1/envs", "served environments: names, versions, splits, capabilities", answer="Envs",
+          errors=(401,)),
+    Route("create_session", "POST", "/v1/sessions", "open a session", ok=201, request="CreateSession",
+          answer="Session", errors=(400, 401, 413, 422, 429, 500, 503, 504), links=_SESSION_LINKS),
+    Route("session_info", "GET", "/v1/sessions/{session_id}", "the session's turn, done flag and worker",
+          answer="SessionInfo", errors=(401, 404, 409)),
+    Route("close", "DELETE", "/v1/sessions/{session_id}", "close (idempotent: any id answers 204)", ok=204,
+          errors=(401,), any_id=True),
+    Route("reset", "POST", "/v1/sessions/{session_id}/reset", "start an episode", request="Reset",
+          body_required=False, answer="Observation", errors=SESSION_ERRORS,
+          links=(Link("step", {"action": "", "turn": 0}), Link("get_state"))),
+    Route("step", "POST", "/v1/sessions/{session_id}/step", "take one action (idempotent by turn)", request="Step",
+          answer="StepAnswer", errors=SESSION_ERRORS, links=(Link("session_info"),)),
+    Route("get_state", "GET", "/v1/sessions/{session_id}/state", "get_state()", answer="State",
+          errors=SESSION_ERRORS, links=(Link("set_state", "$response.body"),)),
+    Route("set_state", "POST", "/v1/sessions/{session_id}/state", "set_state(state)", request="SetState",
+          answer="Observation", errors=SESSION_ERRORS),
+    Route("describe", "GET", "/v1/sessions/{session_id}/describe", "describe() of the session's environment",
+          answer="Description", errors=SESSION_ERRORS),
+    Route("extract_action", "POST", "/v1/sessions/{session_id}/extract_action",
+          "the action and its span in a full model response, by the session's own parser", request="Extract",
+          answer="Extracted", errors=SESSION_ERRORS),
+    Route("batch_step", "POST", "/v1/batch/step", "step many sessions at once; an error per failed item",
+          request="BatchStep", answer="BatchAnswer", errors=(400, 401, 413)),
+)  # fmt: skip
+ROUTE = {route.name: route for route in ROUTES}

@@ -1,11 +1,11 @@
-"""The flask app of protocol v1 (DESIGN §3): routes, bearer tokens, JSON errors, metrics."""
+"""The flask app of protocol v1 (docs/protocol.md): one handler per route of ``protocol.ROUTES``, bearer
+tokens, JSON errors, metrics."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, g, request
@@ -13,8 +13,10 @@ from werkzeug.exceptions import HTTPException
 
 from agentenvs import protocol
 from agentenvs.errors import AgentEnvsError
-from agentenvs.protocol import MalformedRequest, MethodNotAllowed, RequestTooLarge, RouteNotFound, Unauthorized
-from agentenvs.servers.openapi import openapi_document
+from agentenvs.protocol import MalformedRequest, MethodNotAllowed, RequestTooLarge, RouteNotFound
+from agentenvs.servers.auth import Authenticator
+from agentenvs.servers.document import openapi_document
+from agentenvs.servers.metrics import Metrics
 from agentenvs.servers.sessions import SessionManager
 
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
@@ -55,6 +57,103 @@ def drain_body(stream: Any, limit: int = DRAIN_BYTES, seconds: float = DRAIN_SEC
     return False
 
 
+def _body(empty_ok: bool = False) -> dict[str, Any]:
+    return protocol.parse_json_object(request.get_data(cache=False), empty_ok=empty_ok)
+
+
+def _handlers(manager: SessionManager, auth: Authenticator, in_flight: Any) -> dict[str, Callable[..., Response]]:
+    """The handler of every route in ``protocol.ROUTES``, by route name."""
+    document = openapi_document(manager.descriptions, manager.task_ids, token_required=auth.required)
+
+    def healthz() -> Response:
+        answer = manager.health()
+        return json_response(answer, 200 if answer["status"] == "ok" else 503)
+
+    def metrics() -> Response:
+        auth(request.headers)
+        return Response(manager.render_metrics(in_flight), mimetype="text/plain; version=0.0.4")
+
+    def close(session_id: str) -> Response:
+        manager.close(session_id, auth(request.headers))
+        return Response(status=204)
+
+    def batch_step() -> Response:
+        answers = manager.batch_step(protocol.parse_batch(_body()), auth(request.headers))
+        return json_response(b'{"results":[' + b",".join(answers) + b"]}")
+
+    def session(call: Callable[..., Any], parse: Callable[[], Any] | None = None) -> Callable[[str], Response]:
+        def handler(session_id: str) -> Response:
+            owner = auth(request.headers)
+            return json_response(call(session_id, owner) if parse is None else call(session_id, parse(), owner))
+
+        return handler
+
+    def listing(answer: Callable[[], Any]) -> Callable[[], Response]:
+        def handler() -> Response:
+            auth(request.headers)
+            return json_response(answer())
+
+        return handler
+
+    def create_session() -> Response:
+        owner = auth(request.headers)
+        return json_response(manager.create(protocol.CreateSession.parse(_body()), owner), 201)
+
+    return {
+        "healthz": healthz,
+        "metrics": metrics,
+        "openapi": listing(lambda: document),
+        "envs": listing(lambda: {"protocol": protocol.PROTOCOL_VERSION, "envs": manager.descriptions}),
+        "create_session": create_session,
+        "session_info": session(manager.session_info),
+        "close": close,
+        "reset": session(manager.reset, lambda: protocol.ResetRequest.parse(_body(empty_ok=True))),
+        "step": session(manager.step, lambda: protocol.StepRequest.parse(_body())),
+        "get_state": session(manager.get_state),
+        "set_state": session(manager.set_state, lambda: protocol.parse_state(_body())),
+        "describe": session(manager.describe),
+        "extract_action": session(manager.extract_action, lambda: protocol.parse_extract(_body())),
+        "batch_step": batch_step,
+    }
+
+
+def _register_errors(app: Flask, metrics: Metrics, retry_after_s: int, max_request_bytes: int) -> None:
+    """Every failure answers the protocol's JSON error shape; a 405 names the allowed methods."""
+
+    @app.errorhandler(AgentEnvsError)
+    def agentenvs_error(exc: AgentEnvsError) -> Response:
+        metrics.inc("agentenvs_errors_total", (("code", exc.code),))
+        headers = {}
+        if exc.http_status == 401:
+            headers["WWW-Authenticate"] = "Bearer"
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is None and exc.http_status == 503:
+            retry_after = retry_after_s
+        if retry_after is not None:
+            headers["Retry-After"] = str(int(retry_after))
+        return json_response(protocol.error_body(exc.code, str(exc)), exc.http_status, headers)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        cls = HTTP_ERRORS.get(status, AgentEnvsError)
+        hint = HTTP_ERROR_HINTS.get(status, exc.description or "").format(limit=max_request_bytes)
+        metrics.inc("agentenvs_errors_total", (("code", cls.code),))
+        headers = {}
+        if status == 405:
+            headers["Allow"] = ", ".join(getattr(exc, "valid_methods", None) or ())
+        if status == 413 and not drain_body(request.environ["wsgi.input"]):
+            headers["Connection"] = "close"
+        return json_response(protocol.error_body(cls.code, hint), status, headers)
+
+    @app.errorhandler(Exception)
+    def internal_error(exc: Exception) -> Response:
+        log.exception("internal error")
+        metrics.inc("agentenvs_errors_total", (("code", "internal_error"),))
+        message = f"the server failed: {type(exc).__name__}: {str(exc)[:300]}"
+        return json_response(protocol.error_body("internal_error", message), 500)
+
+
 def create_app(
     manager: SessionManager,
     *,
@@ -67,23 +166,6 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
     app.url_map.strict_slashes = False
     metrics = manager.metrics
-    digests = [hashlib.sha256(t.encode("utf-8")).digest() for t in tokens]
-
-    def authenticate() -> str | None:
-        """The request's token when tokens are configured (raises on a missing or wrong one), else None."""
-        if not digests:
-            return None
-        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not value.strip():
-            raise Unauthorized("this server needs a token: send the header 'Authorization: Bearer <token>'")
-        value = value.strip()
-        given = hashlib.sha256(value.encode("utf-8", "surrogateescape")).digest()
-        if not any(hmac.compare_digest(given, d) for d in digests):
-            raise Unauthorized("the token is not accepted by this server; check the token the server was given")
-        return value
-
-    def body(empty_ok: bool = False) -> dict[str, Any]:
-        return protocol.parse_json_object(request.get_data(cache=False), empty_ok=empty_ok)
 
     @app.before_request
     def start_timer() -> None:
@@ -97,119 +179,8 @@ def create_app(
         metrics.inc("agentenvs_requests_total", (*labels, ("status", str(response.status_code))))
         return response
 
-    @app.errorhandler(AgentEnvsError)
-    def agentenvs_error(exc: AgentEnvsError) -> Response:
-        metrics.inc("agentenvs_errors_total", (("code", exc.code),))
-        headers = {}
-        if exc.http_status == 401:
-            headers["WWW-Authenticate"] = "Bearer"
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            headers["Retry-After"] = str(int(retry_after))
-        if exc.http_status == 503:
-            headers["Retry-After"] = "5"
-        return json_response(protocol.error_body(exc.code, str(exc)), exc.http_status, headers)
-
-    @app.errorhandler(HTTPException)
-    def http_error(exc: HTTPException) -> Response:
-        status = exc.code or 500
-        cls = HTTP_ERRORS.get(status, AgentEnvsError)
-        hint = HTTP_ERROR_HINTS.get(status, exc.description or "").format(limit=max_request_bytes)
-        metrics.inc("agentenvs_errors_total", (("code", cls.code),))
-        headers = None
-        if status == 413 and not drain_body(request.environ["wsgi.input"]):
-            headers = {"Connection": "close"}
-        return json_response(protocol.error_body(cls.code, hint), status, headers)
-
-    @app.errorhandler(Exception)
-    def internal_error(exc: Exception) -> Response:
-        log.exception("internal error")
-        metrics.inc("agentenvs_errors_total", (("code", "internal_error"),))
-        message = f"the server failed: {type(exc).__name__}: {str(exc)[:300]}"
-        return json_response(protocol.error_body("internal_error", message), 500)
-
-    @app.get("/healthz")
-    def healthz() -> Response:
-        stats = manager.stats()
-        alive = sum(w["alive"] for w in stats["workers"])
-        status = "draining" if manager.draining else ("ok" if alive else "degraded")
-        answer = {
-            "status": status,
-            "protocol": protocol.PROTOCOL_VERSION,
-            "sessions": stats["sessions"],
-            "workers_alive": alive,
-        }
-        return json_response(answer, 200 if status == "ok" else 503)
-
-    @app.get("/metrics")
-    def prometheus() -> Response:
-        authenticate()
-        stats = manager.stats()
-        gauges = {
-            "agentenvs_sessions_active": {(("env", e),): float(n) for e, n in stats["sessions_by_env"].items()},
-            "agentenvs_workers_alive": {(): float(sum(w["alive"] for w in stats["workers"]))},
-        }
-        if in_flight is not None:
-            gauges["agentenvs_requests_in_flight"] = {(): float(in_flight.count)}
-        return Response(metrics.render(gauges), mimetype="text/plain; version=0.0.4")
-
-    @app.get("/v1/openapi.json")
-    def openapi() -> Response:
-        authenticate()
-        return json_response(openapi_document())
-
-    @app.get("/v1/envs")
-    def envs() -> Response:
-        authenticate()
-        return json_response({"protocol": protocol.PROTOCOL_VERSION, "envs": manager.descriptions})
-
-    @app.post("/v1/sessions")
-    def create_session() -> Response:
-        token = authenticate()
-        answer = manager.create(protocol.CreateSession.parse(body()), token)
-        return json_response(answer, 201)
-
-    @app.get("/v1/sessions/<session_id>")
-    def session_info(session_id: str) -> Response:
-        return json_response(manager.session_info(session_id, authenticate()))
-
-    @app.delete("/v1/sessions/<session_id>")
-    def close_session(session_id: str) -> Response:
-        manager.close(session_id, authenticate())
-        return Response(status=204)
-
-    @app.post("/v1/sessions/<session_id>/reset")
-    def reset(session_id: str) -> Response:
-        token = authenticate()
-        return json_response(manager.reset(session_id, protocol.ResetRequest.parse(body(empty_ok=True)), token))
-
-    @app.post("/v1/sessions/<session_id>/step")
-    def step(session_id: str) -> Response:
-        token = authenticate()
-        return json_response(manager.step(session_id, protocol.StepRequest.parse(body()), token))
-
-    @app.get("/v1/sessions/<session_id>/state")
-    def get_state(session_id: str) -> Response:
-        return json_response(manager.get_state(session_id, authenticate()))
-
-    @app.post("/v1/sessions/<session_id>/state")
-    def set_state(session_id: str) -> Response:
-        token = authenticate()
-        return json_response(manager.set_state(session_id, protocol.parse_state(body()), token))
-
-    @app.get("/v1/sessions/<session_id>/describe")
-    def describe(session_id: str) -> Response:
-        return json_response(manager.describe(session_id, authenticate()))
-
-    @app.post("/v1/sessions/<session_id>/extract_action")
-    def extract_action(session_id: str) -> Response:
-        token = authenticate()
-        return json_response(manager.extract_action(session_id, protocol.parse_extract(body()), token))
-
-    @app.post("/v1/batch/step")
-    def batch_step() -> Response:
-        token = authenticate()
-        answers = manager.batch_step(protocol.parse_batch(body()), token)
-        return json_response(b'{"results":[' + b",".join(answers) + b"]}")
-
+    _register_errors(app, metrics, manager.config.retry_after_s, max_request_bytes)
+    handlers = _handlers(manager, Authenticator(tokens), in_flight)
+    for route in protocol.ROUTES:
+        app.add_url_rule(route.flask_rule, route.name, handlers[route.name], methods=[route.method])
     return app

@@ -76,6 +76,12 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         default=None,
         help="accepted bearer token (repeat for several; default $AGENTENVS_TOKEN if set, else no token)",
     )
+    parser.add_argument(
+        "--retry-after",
+        type=int,
+        default=2,
+        help="seconds a 429 (at capacity) or 503 (shutting down) answer tells clients to wait (Retry-After)",
+    )
     parser.add_argument("--max-request-bytes", type=int, default=1 << 20, help="request body limit (default 1 MiB)")
     parser.add_argument(
         "--keepalive-timeout", type=int, default=120, help="idle keep-alive connections close after this"
@@ -109,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             lease_ttl_s=args.lease_ttl,
             step_timeout_s=args.step_timeout,
             setup_timeout_s=args.setup_timeout,
+            retry_after_s=args.retry_after,
             tokens=tokens,
         )
         http = HTTPConfig(

@@ -1,7 +1,7 @@
 """Worker processes that hold the environment instances, so a slow or crashing engine never touches the server.
 
-The server talks to each worker over one ``multiprocessing`` pipe: requests ``(request_id, op, session_id,
-args)`` go in, answers ``(request_id, ok, payload)`` come back in any order. Inside the worker a small
+The server talks to each worker over one ``multiprocessing`` pipe: :class:`~agentenvs.servers.messages.Call`
+messages go in, :class:`~agentenvs.servers.messages.Reply` messages come back in any order. Inside the worker a small
 pool of threads runs the calls, so one slow step does not hold up the other sessions pinned to that worker.
 Answers are encoded to JSON here, in the worker, which keeps that CPU work off the HTTP process.
 """
@@ -17,17 +17,20 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from agentenvs import protocol
 from agentenvs.errors import AgentEnvsError, EnvFailed, InvalidArgument
-
-Answer = tuple[bool, Any]
-"""``(True, payload)`` or ``(False, (code, http_status, message, fatal))``; fatal closes the session."""
+from agentenvs.servers.messages import Call, Failure, Outcome, Reply, Result
 
 
-def _failure(exc: BaseException, what: str) -> Answer:
+def failed(message: str) -> Outcome:
+    """The outcome of a call whose worker died or lost the session: ``env_failed``, closing the session."""
+    return Outcome(False, Failure(EnvFailed.code, EnvFailed.http_status, message, True))
+
+
+def _failure(exc: BaseException, what: str) -> Outcome:
     if isinstance(exc, AgentEnvsError):
-        return False, (exc.code, exc.http_status, str(exc), False)
-    message = f"the environment raised {type(exc).__name__} in {what}: {str(exc)[:500]}; the session is closed"
-    return False, (EnvFailed.code, EnvFailed.http_status, message, True)
+        return Outcome(False, Failure(exc.code, exc.http_status, str(exc), False))
+    return failed(f"the environment raised {type(exc).__name__} in {what}: {str(exc)[:500]}; the session is closed")
 
 
 class EnvHost:
@@ -42,41 +45,43 @@ class EnvHost:
         with self.guard:
             return self.locks.setdefault(session_id, threading.Lock())
 
-    def handle(self, op: str, session_id: str | None, args: tuple) -> Answer:
+    def handle(self, op: str, session_id: str | None, args: tuple) -> Outcome:
         if op == "describe_env":
             return self._guarded(lambda: self._describe_env(*args), "describe")
         if op == "ping":
-            return True, "pong"
+            return Outcome(True, "pong")
         if op == "batch":
-            return True, [self.handle("step", sid, (action,)) for sid, action in args]
+            return Outcome(True, [self.handle("step", sid, (action,)) for sid, action in args])
         assert session_id is not None
         with self.lock(session_id):
             if op == "create":
                 return self._guarded(lambda: self._create(session_id, *args), "the constructor")
             if op == "close":
                 self._close(session_id)
-                return True, None
+                return Outcome(True, None)
             env = self.envs.get(session_id)
             if env is None:
-                return False, (EnvFailed.code, EnvFailed.http_status, "the session is not held by this worker", True)
-            answer = self._guarded(lambda: self._call(env, op, args), op)
-            if not answer[0] and answer[1][3]:
+                return failed("the session is not held by this worker")
+            outcome = self._guarded(lambda: self._call(env, op, args), op)
+            if not outcome.ok and outcome.payload.fatal:
                 self._close(session_id)
-            return answer
+            return outcome
 
     @staticmethod
-    def _guarded(call: Callable[[], Any], what: str) -> Answer:
+    def _guarded(call: Callable[[], Any], what: str) -> Outcome:
         try:
-            return True, call()
+            return Outcome(True, call())
         except BaseException as exc:
             return _failure(exc, what)
 
     def _describe_env(self, name: str) -> dict[str, Any]:
+        """The environment's description and its task ids by split (building it checks it can be served)."""
         import agentenvs
 
         env = agentenvs.make(name)
         try:
-            return env.describe()
+            task_ids = {split: [task["task_id"] for task in env.tasks(split)] for split in env.splits()}
+            return {"description": env.describe(), "task_ids": task_ids}
         finally:
             env.close()
 
@@ -99,28 +104,29 @@ class EnvHost:
                 env.close()
 
     @staticmethod
-    def _call(env: Any, op: str, args: tuple) -> Any:
-        from agentenvs import protocol
+    def _call(env: Any, op: str, args: tuple) -> Result:
+        return Result(protocol.dumps(EnvHost._answer(env, op, args)), env.turn, env.done)
 
+    @staticmethod
+    def _answer(env: Any, op: str, args: tuple) -> Any:
         if op == "step":
-            observation, reward, terminated, truncated, info = env.step(*args)
-            answer = protocol.step_answer(observation, reward, terminated, truncated, info)
-            return protocol.dumps(answer), env.turn, env.done
+            return protocol.step_answer(*env.step(*args))
         if op == "reset":
             seed, options = args
             observation, info = env.reset(seed=seed, options=options)
-            return protocol.dumps({"observation": observation, "info": info}), env.turn, env.done
+            return {"observation": observation, "info": info}
         if op == "set_state":
             observation, info = env.set_state(*args)
-            return protocol.dumps({"observation": observation, "info": info}), env.turn, env.done
+            return {"observation": observation, "info": info}
         if op == "get_state":
-            return protocol.dumps({"state": env.get_state()}), env.turn, env.done
+            return {"state": env.get_state()}
         if op == "describe":
-            return protocol.dumps(env.describe()), env.turn, env.done
+            return env.describe()
         if op == "extract_action":
             found = env.extract_action(*args)
-            span = None if found is None else {"action": found.action, "start": found.start, "end": found.end}
-            return protocol.dumps({"extracted": span}), env.turn, env.done
+            return {
+                "extracted": None if found is None else {"action": found.action, "start": found.start, "end": found.end}
+            }
         raise InvalidArgument(f"unknown worker operation {op!r}")
 
 
@@ -150,10 +156,10 @@ def worker_main(conn: Any, entry_points: dict[str, str], threads: int) -> None:
                 if message is None:
                     stop.set()
                     return
-            request_id, op, session_id, args = message
-            answer = host.handle(op, session_id, args)
+            call: Call = message
+            outcome = host.handle(call.op, call.session_id, call.args)
             with send_lock, contextlib.suppress(OSError, ValueError):
-                conn.send((request_id, *answer))
+                conn.send(Reply(call.request_id, outcome))
 
     pool = [threading.Thread(target=serve, name=f"env-{i}", daemon=True) for i in range(threads)]
     for thread in pool:
@@ -206,7 +212,7 @@ class WorkerHandle:
             request_id = next(self._ids)
             self._pending[request_id] = future
             try:
-                self.conn.send((request_id, op, session_id, args))
+                self.conn.send(Call(request_id, op, session_id, args))
             except (OSError, ValueError):
                 self._pending.pop(request_id, None)
                 future.set_exception(EnvFailed(self.death_message()))
@@ -222,13 +228,13 @@ class WorkerHandle:
     def _read(self) -> None:
         while True:
             try:
-                request_id, ok, payload = self.conn.recv()
+                reply: Reply = self.conn.recv()
             except (EOFError, OSError):
                 break
             with self._lock:
-                future = self._pending.pop(request_id, None)
+                future = self._pending.pop(reply.request_id, None)
             if future is not None:
-                future.set_result((ok, payload))
+                future.set_result(reply.outcome)
         self.process.join(timeout=5)
         with self._lock:
             self.alive = False

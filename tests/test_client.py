@@ -57,6 +57,7 @@ def test_remote_env_is_a_gymnasium_env_with_the_text_env_api(client: agentenvs.C
         response = "I think arm one pays best.\n<action>pull[1]</action>"
         assert env.extract_action(response) == local.extract_action(response)
         assert env.turn == 1 and not env.done
+        assert env.step_timeout_s == 60.0, "a busy session is waited out for the server's own step limit"
     finally:
         env.close()
         env.close()

@@ -43,22 +43,23 @@ def _sampling(body: dict[str, Any]) -> Sampling:
         raise BadRequest(f"bad sampling parameters: {exc}") from exc
 
 
-def create_app(policy: TransformersPolicy, served_name: str) -> Any:
-    """The flask app serving ``policy`` as model ``served_name``."""
-    from flask import Flask, jsonify, request
+class Completions:
+    """The completion endpoints' work for one served model, apart from flask (request bodies in, answers out)."""
 
-    app = Flask(__name__)
-    chat = policy.chat
+    def __init__(self, policy: TransformersPolicy, served_name: str):
+        self.policy = policy
+        self.served_name = served_name
 
-    def sample(prompt_ids: list[int], body: dict[str, Any]) -> list[Generation]:
+    def sample(self, prompt_ids: list[int], body: dict[str, Any]) -> list[Generation]:
         n = int(body.get("n") or 1)
         if not 1 <= n <= 16:
             raise BadRequest("n must be between 1 and 16")
         seed = int(body.get("seed") if body.get("seed") is not None else time.time_ns() % (2**31))
         settings = _sampling(body)
         seeds = [seed if i == 0 else derive_seed(seed, i) % (2**31) for i in range(n)]
-        return [policy.generate_ids(prompt_ids, s, None, settings) for s in seeds]
+        return [self.policy.generate_ids(prompt_ids, s, None, settings) for s in seeds]
 
+    @staticmethod
     def visible_text(generation: Generation, body: dict[str, Any]) -> str:
         text = generation.text
         for stop in _sampling(body).stop:
@@ -66,24 +67,79 @@ def create_app(policy: TransformersPolicy, served_name: str) -> Any:
                 text = text[: text.index(stop)]
         return text
 
-    def token_names(ids: list[int], body: dict[str, Any]) -> list[str]:
+    def token_names(self, ids: list[int], body: dict[str, Any]) -> list[str]:
         if body.get("return_tokens_as_token_ids"):
             return [f"{TOKEN_ID_PREFIX}{i}" for i in ids]
-        return [policy.tokenizer.decode([i]) for i in ids]
+        return [self.policy.tokenizer.decode([i]) for i in ids]
 
-    def envelope(kind: str, choices: list[dict[str, Any]], prompt_ids: list[int], gens: list[Generation]) -> Any:
+    def envelope(self, kind: str, choices: list[dict[str, Any]], prompt_ids: list[int], gens: list[Generation]) -> Any:
+        completion_tokens = sum(len(g.token_ids or []) for g in gens)
         return {
             "id": f"{kind}-{uuid.uuid4().hex}",
             "object": kind,
             "created": int(time.time()),
-            "model": served_name,
+            "model": self.served_name,
             "choices": choices,
             "usage": {
                 "prompt_tokens": len(prompt_ids),
-                "completion_tokens": sum(len(g.token_ids or []) for g in gens),
-                "total_tokens": len(prompt_ids) + sum(len(g.token_ids or []) for g in gens),
+                "completion_tokens": completion_tokens,
+                "total_tokens": len(prompt_ids) + completion_tokens,
             },
         }
+
+    def completions(self, body: dict[str, Any]) -> Any:
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (list, str)):
+            prompt = prompt[0]
+        if isinstance(prompt, str):
+            prompt_ids = self.policy.chat.encode(prompt)
+        elif isinstance(prompt, list) and prompt and all(isinstance(i, int) for i in prompt):
+            prompt_ids = prompt
+        else:
+            raise BadRequest("prompt must be a string or a non-empty list of token ids")
+        gens = self.sample(prompt_ids, body)
+        choices = []
+        for index, g in enumerate(gens):
+            choice = {"index": index, "text": self.visible_text(g, body), "finish_reason": g.finish_reason}
+            if body.get("logprobs") is not None:
+                names = self.token_names(g.token_ids, body)
+                choice["logprobs"] = {"tokens": names, "token_logprobs": g.logprobs, "top_logprobs": None}
+            if body.get("return_token_ids"):
+                choice |= {"token_ids": g.token_ids, "prompt_token_ids": prompt_ids}
+            choices.append(choice)
+        return self.envelope("text_completion", choices, prompt_ids, gens)
+
+    def chat_completions(self, body: dict[str, Any]) -> Any:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and "content" in m for m in messages):
+            raise BadRequest("messages must be a list of {role, content} objects")
+        prompt_ids = self.policy.chat.prompt_ids(messages)
+        gens = self.sample(prompt_ids, body)
+        choices = []
+        for index, g in enumerate(gens):
+            message = {"role": "assistant", "content": self.visible_text(g, body)}
+            choice = {"index": index, "message": message, "finish_reason": g.finish_reason}
+            if body.get("logprobs"):
+                names = self.token_names(g.token_ids, body)
+                content = [
+                    {"token": t, "logprob": lp, "top_logprobs": []} for t, lp in zip(names, g.logprobs, strict=True)
+                ]
+                choice["logprobs"] = {"content": content}
+            if body.get("return_token_ids"):
+                choice["token_ids"] = g.token_ids
+            choices.append(choice)
+        answer = self.envelope("chat.completion", choices, prompt_ids, gens)
+        if body.get("return_token_ids"):
+            answer["prompt_token_ids"] = prompt_ids
+        return answer
+
+
+def create_app(policy: TransformersPolicy, served_name: str) -> Any:
+    """The flask app serving ``policy`` as model ``served_name``."""
+    from flask import Flask, jsonify, request
+
+    app = Flask(__name__)
+    work = Completions(policy, served_name)
 
     @app.errorhandler(BadRequest)
     @app.errorhandler(PolicyError)
@@ -106,59 +162,11 @@ def create_app(policy: TransformersPolicy, served_name: str) -> Any:
 
     @app.post("/v1/completions")
     def completions() -> Any:
-        body = read_body()
-        prompt = body.get("prompt")
-        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (list, str)):
-            prompt = prompt[0]
-        if isinstance(prompt, str):
-            prompt_ids = chat.encode(prompt)
-        elif isinstance(prompt, list) and prompt and all(isinstance(i, int) for i in prompt):
-            prompt_ids = prompt
-        else:
-            raise BadRequest("prompt must be a string or a non-empty list of token ids")
-        gens = sample(prompt_ids, body)
-        choices = []
-        for index, g in enumerate(gens):
-            choice = {"index": index, "text": visible_text(g, body), "finish_reason": g.finish_reason}
-            if body.get("logprobs") is not None:
-                choice["logprobs"] = {
-                    "tokens": token_names(g.token_ids, body),
-                    "token_logprobs": g.logprobs,
-                    "top_logprobs": None,
-                }
-            if body.get("return_token_ids"):
-                choice |= {"token_ids": g.token_ids, "prompt_token_ids": prompt_ids}
-            choices.append(choice)
-        return jsonify(envelope("text_completion", choices, prompt_ids, gens))
+        return jsonify(work.completions(read_body()))
 
     @app.post("/v1/chat/completions")
     def chat_completions() -> Any:
-        body = read_body()
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not all(isinstance(m, dict) and "content" in m for m in messages):
-            raise BadRequest("messages must be a list of {role, content} objects")
-        prompt_ids = chat.prompt_ids(messages)
-        gens = sample(prompt_ids, body)
-        choices = []
-        for index, g in enumerate(gens):
-            choice = {
-                "index": index,
-                "message": {"role": "assistant", "content": visible_text(g, body)},
-                "finish_reason": g.finish_reason,
-            }
-            if body.get("logprobs"):
-                names = token_names(g.token_ids, body)
-                content = [
-                    {"token": t, "logprob": lp, "top_logprobs": []} for t, lp in zip(names, g.logprobs, strict=True)
-                ]
-                choice["logprobs"] = {"content": content}
-            if body.get("return_token_ids"):
-                choice["token_ids"] = g.token_ids
-            choices.append(choice)
-        answer = envelope("chat.completion", choices, prompt_ids, gens)
-        if body.get("return_token_ids"):
-            answer["prompt_token_ids"] = prompt_ids
-        return jsonify(answer)
+        return jsonify(work.chat_completions(read_body()))
 
     return app
 

@@ -189,6 +189,8 @@ def test_huge_bodies_unknown_routes_and_ids(api: Api) -> None:
     ]:
         answer = api.call(method, path, {"action": "inc", "turn": 0})
         assert answer.status_code == status and error_of(answer)["code"] == code, (method, path, answer.text)
+        if status == 405:
+            assert "POST" in answer.headers["Allow"] or "DELETE" in answer.headers["Allow"], answer.headers
     assert api.healthy()
 
 
@@ -216,3 +218,26 @@ def test_two_concurrent_steps_on_one_session(api: Api) -> None:
 def test_drain_body_stops_at_its_byte_limit() -> None:
     assert drain_body(io.BytesIO(b"x" * 1000), limit=4096)
     assert not drain_body(io.BytesIO(b"x" * 1000), limit=100)
+
+
+@pytest.mark.parametrize("depth", [65, 500, 990, 100_000])
+def test_deeply_nested_bodies_get_a_4xx_on_every_route(api: Api, depth: int) -> None:
+    session = api.open()
+    nested = b"[" * depth + b"]" * depth
+    for path, raw in [
+        ("/v1/sessions", b'{"env": "counter", "kwargs": {"a": ' + nested + b"}}"),
+        (f"/v1/sessions/{session}/reset", b'{"options": {"split": ' + nested + b"}}"),
+        (f"/v1/sessions/{session}/state", b'{"state": {"actions": ' + nested + b"}}"),
+        (f"/v1/sessions/{session}/step", b'{"action": ' + nested + b', "turn": 0}'),
+        (f"/v1/sessions/{session}/extract_action", b'{"response": ' + nested + b"}"),
+        ("/v1/batch/step", b'{"steps": [' + nested + b"]}"),
+    ]:
+        answer = api.call("POST", path, raw=raw, headers={"Content-Type": "application/json"})
+        assert 400 <= answer.status_code < 500 or (answer.status_code == 200 and path == "/v1/batch/step"), (
+            path,
+            depth,
+            answer.text[:200],
+        )
+        if answer.status_code >= 400:
+            assert error_of(answer)["code"] in {"malformed_request", "invalid_action_type"}, (path, answer.text[:200])
+    assert api.healthy() and api.reset(session)["info"]["turn"] == 0
