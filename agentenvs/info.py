@@ -37,12 +37,14 @@ PRIVILEGED_TYPES: dict[str, type | tuple[type, ...]] = {
     "arm_means": list,
     "arm_stds": list,
     "task_params": dict,
+    "gold_answer": str,
 }
 """Every key ``info['privileged']`` may hold (docs/contract.md#privileged-keys): ``expert_plan`` the
 commands an expert would play from this state to solve the task; ``expert_action`` its next command;
 ``best_arm`` the index, in ``admissible_actions``, of the action with the highest expected payoff;
 ``arm_means``/``arm_stds`` each action's hidden payoff mean and standard deviation, in that order;
-``task_params`` the hidden parameters the task was built with (their names are the environment's)."""
+``task_params`` the hidden parameters the task was built with (their names are the environment's);
+``gold_answer`` the answer the task is scored against (question answering, prediction)."""
 
 END_REASONS = ("success", "failure", "max_turns", "error")
 """The values of ``info['end_reason']``."""
