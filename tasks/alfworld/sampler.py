@@ -107,6 +107,19 @@ def _receptacle_subset(rng: np.random.Generator, scene: Scene, task_type: str, p
     return sorted(kept)
 
 
+def _agent_start(rng: np.random.Generator, locations: list[Any]) -> list[int]:
+    """A start pose inside the kept receptacles' bounding box, on no receptacle's spot."""
+    taken = set(map(tuple, locations))
+    xs = [location[0] for location in locations]
+    zs = [location[1] for location in locations]
+    for _ in range(100):
+        agent = [int(rng.integers(min(xs), max(xs) + 1)), int(rng.integers(min(zs), max(zs) + 1)),
+                 int(rng.integers(0, 4)), 30]  # fmt: skip
+        if tuple(agent) not in taken:
+            return agent
+    raise NoCandidate
+
+
 def draw_spec(rng: np.random.Generator, split: str, task_type: str) -> dict[str, Any]:
     """One candidate game (not yet solved); raises :class:`NoCandidate` when the draw is a dead end."""
     constants = alfworld_gen("constants")
@@ -159,16 +172,7 @@ def draw_spec(rng: np.random.Generator, split: str, task_type: str) -> dict[str,
         lamp_spots = [i for i in kept if receptacles[i].cls in LAMP_RECEPTACLES]
         objects.append(["DeskLamp", _choice(rng, lamp_spots)])
 
-    taken = {receptacles[i].location for i in kept}
-    xs = [receptacles[i].location[0] for i in kept]
-    zs = [receptacles[i].location[1] for i in kept]
-    for _ in range(100):
-        agent = [int(rng.integers(min(xs), max(xs) + 1)), int(rng.integers(min(zs), max(zs) + 1)),
-                 int(rng.integers(0, 4)), 30]  # fmt: skip
-        if tuple(agent) not in taken:
-            break
-    else:
-        raise NoCandidate
+    agent = _agent_start(rng, [receptacles[i].location for i in kept])
     return {
         "task_type": task_type,
         "floor_plan": scene.floor_plan,
