@@ -8,7 +8,6 @@ as gymnasium is imported, so ``import agentenvs`` itself does not pay for import
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -16,6 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from agentenvs.errors import InvalidArgument, MissingDependency, UnknownEnv
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from agentenvs.core import TextEnv
 
 
@@ -71,7 +72,7 @@ def register(
     return _add(EnvSpec(name=name, entry_point=entry_point, gym_id=gym_id, **fields), overwrite=overwrite)
 
 
-def _specs_of(entry_point: importlib.metadata.EntryPoint) -> list[EnvSpec]:
+def _specs_of(entry_point: EntryPoint) -> list[EnvSpec]:
     """An entry point names an ``EnvSpec`` or a callable returning ``EnvSpec``s (the built-ins use one)."""
     loaded = entry_point.load()
     found = loaded() if callable(loaded) and not isinstance(loaded, EnvSpec) else loaded
@@ -91,7 +92,9 @@ def _discover() -> None:
     if _DISCOVERED:
         return
     _DISCOVERED = True
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    from importlib.metadata import entry_points  # 20 ms of imports: paid on first use, not by `import agentenvs`
+
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         for entry in _specs_of(entry_point):
             _REGISTRY.setdefault(entry.name, entry)
             if "gymnasium" in sys.modules:

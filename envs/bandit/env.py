@@ -74,6 +74,8 @@ class BanditEnv(TextEnv):
         self._means = np.asarray(task["means"], dtype=float)
         self._stds = np.asarray(task.get("stds", [0.0] * len(self._arms)), dtype=float)
         self._best = int(np.argmax(self._means))
+        self._random_gap = float(self._means[self._best] - self._means.mean())
+        """Uniform random play's expected regret per pull (the scale of ``score``)."""
         horizon = int(task["horizon"])
         self._uniform = rng.random(horizon)
         self._normal = np.clip(rng.standard_normal(horizon), -NOISE_CLIP, NOISE_CLIP)
@@ -140,7 +142,7 @@ class BanditEnv(TextEnv):
         0 before the first pull (no progress yet)."""
         if not self._choices:
             return 0.0
-        random_regret = len(self._choices) * float(self._means[self._best] - self._means.mean())
+        random_regret = len(self._choices) * self._random_gap
         if random_regret <= 0:
             return 1.0
         return float(min(1.0, max(0.0, 1.0 - self._regret / random_regret)))
@@ -155,7 +157,7 @@ class BanditEnv(TextEnv):
         The payoffs seen are left out: with the noise drawn per turn they depend on the order of the
         pulls, not on the allocation the agent chose."""
         pulls_left = len(self._uniform) - len(self._choices)
-        return text_hash(f"{self._header}\n{self._counts}\n{pulls_left}")
+        return text_hash(f"{self.task['task_id']}\n{self._counts}\n{pulls_left}")
 
     def anchor_paths(self) -> tuple[list[str], list[str]] | None:
         """Arms 0 and 1 pulled in either order reach one state (for the conformance suite)."""
