@@ -89,7 +89,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "turn": NATURAL,
             "done": {"type": "boolean"},
             "privileged": {"type": "boolean"},
-            "worker": NATURAL,
+            "worker": {**NATURAL, "nullable": True, "description": "null: the server process holds the session"},
             "worker_pid": {"type": "integer", "nullable": True},
             "lease_ttl_s": {"type": "number"},
         },

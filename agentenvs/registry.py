@@ -40,6 +40,9 @@ class EnvSpec(NamedTuple):
     panels: str | None = None
     """The package whose folder holds ``manifest.json`` and ``panels/<split>.jsonl``."""
     kwargs: dict[str, Any] | None = None
+    inline: bool = False
+    """Cheap and safe: pure Python that cannot hang, leak or crash its process. A server may then run its
+    sessions in its own process, without the hop to a worker process (``agentenvs serve --isolate`` refuses)."""
 
 
 _REGISTRY: dict[str, EnvSpec] = {}

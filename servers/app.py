@@ -3,7 +3,6 @@ tokens, JSON errors, metrics."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,8 +13,10 @@ from werkzeug.exceptions import HTTPException
 from agentenvs import protocol
 from agentenvs.errors import AgentEnvsError
 from agentenvs.protocol import MalformedRequest, MethodNotAllowed, RequestTooLarge, RouteNotFound
+from agentenvs.servers.answers import Answer, error_answer, internal_error_answer, record_request
 from agentenvs.servers.auth import Authenticator
 from agentenvs.servers.document import openapi_document
+from agentenvs.servers.fastpath import StepFastPath
 from agentenvs.servers.metrics import Metrics
 from agentenvs.servers.sessions import SessionManager
 
@@ -37,8 +38,6 @@ HTTP_ERROR_HINTS = {
     405: "this route does not take that method; GET /v1/openapi.json lists the routes",
     413: "the request body is over the server's limit of {limit} bytes (--max-request-bytes)",
 }
-
-log = logging.getLogger("agentenvs.servers")
 
 
 def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -122,16 +121,7 @@ def _register_errors(app: Flask, metrics: Metrics, retry_after_s: int, max_reque
 
     @app.errorhandler(AgentEnvsError)
     def agentenvs_error(exc: AgentEnvsError) -> Response:
-        metrics.inc("agentenvs_errors_total", (("code", exc.code),))
-        headers = {}
-        if exc.http_status == 401:
-            headers["WWW-Authenticate"] = "Bearer"
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is None and exc.http_status == 503:
-            retry_after = retry_after_s
-        if retry_after is not None:
-            headers["Retry-After"] = str(int(retry_after))
-        return json_response(protocol.error_body(exc.code, str(exc)), exc.http_status, headers)
+        return json_response(*_reorder(error_answer(exc, metrics, retry_after_s)))
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
@@ -148,10 +138,12 @@ def _register_errors(app: Flask, metrics: Metrics, retry_after_s: int, max_reque
 
     @app.errorhandler(Exception)
     def internal_error(exc: Exception) -> Response:
-        log.exception("internal error")
-        metrics.inc("agentenvs_errors_total", (("code", "internal_error"),))
-        message = f"the server failed: {type(exc).__name__}: {str(exc)[:300]}"
-        return json_response(protocol.error_body("internal_error", message), 500)
+        return json_response(*_reorder(internal_error_answer(exc, metrics)))
+
+
+def _reorder(answer: Answer) -> tuple[bytes, int, dict[str, str]]:
+    status, headers, body = answer
+    return body, status, headers
 
 
 def create_app(
@@ -174,13 +166,13 @@ def create_app(
     @app.after_request
     def record(response: Response) -> Response:
         route = request.url_rule.rule if request.url_rule is not None else "unmatched"
-        labels = (("route", f"{request.method} {route}"),)
-        metrics.observe("agentenvs_request_duration_seconds", time.perf_counter() - g.get("started", 0.0), labels)
-        metrics.inc("agentenvs_requests_total", (*labels, ("status", str(response.status_code))))
+        record_request(metrics, f"{request.method} {route}", response.status_code, g.get("started", 0.0))
         return response
 
     _register_errors(app, metrics, manager.config.retry_after_s, max_request_bytes)
-    handlers = _handlers(manager, Authenticator(tokens), in_flight)
+    auth = Authenticator(tokens)
+    handlers = _handlers(manager, auth, in_flight)
     for route in protocol.ROUTES:
         app.add_url_rule(route.flask_rule, route.name, handlers[route.name], methods=[route.method])
+    app.wsgi_app = StepFastPath(app.wsgi_app, manager, auth, max_request_bytes)  # type: ignore[method-assign]
     return app

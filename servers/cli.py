@@ -49,6 +49,12 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 for all)")
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes holding the environments (default 2)")
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="hold every environment in worker processes; without it, environments that declare themselves "
+        "cheap and safe (bandit) run in the server process, which saves the worker hop on every step",
+    )
     parser.add_argument("--worker-threads", type=int, default=16, help="calls one worker runs at once (default 16)")
     parser.add_argument("--threads", type=int, default=32, help="HTTP request threads (default 32)")
     parser.add_argument("--max-sessions", type=int, default=512, help="session cap; past it POST /v1/sessions is 429")
@@ -117,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             setup_timeout_s=args.setup_timeout,
             retry_after_s=args.retry_after,
             tokens=tokens,
+            isolate=args.isolate,
         )
         http = HTTPConfig(
             host=args.host,

@@ -1,4 +1,5 @@
-"""The worker processes of a server: started, replaced when one dies, and killed when one is wedged."""
+"""The worker processes of a server (started, replaced when one dies, killed when one is wedged), and the inline
+host for the environments that declare themselves cheap and safe."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from agentenvs.errors import EnvFailed
+from agentenvs.servers.inline import InlineHost
 from agentenvs.servers.metrics import Metrics
 from agentenvs.servers.worker import WorkerHandle
 
@@ -28,10 +30,13 @@ class WorkerPool:
         threads: int,
         metrics: Metrics,
         on_death: Callable[[WorkerHandle], None],
+        inline_envs: frozenset[str] = frozenset(),
     ):
         self.count, self.entry_points, self.threads = count, entry_points, threads
         self.metrics = metrics
         self.workers: list[WorkerHandle] = []
+        self.inline_envs = inline_envs
+        self.inline = InlineHost()
         self.stopping = threading.Event()
         self._on_death = on_death
 
@@ -48,8 +53,11 @@ class WorkerPool:
         self.metrics.inc("agentenvs_worker_restarts_total")
         self.workers[worker.index] = self._spawn(worker.index)
 
-    def least_loaded(self) -> WorkerHandle:
-        """The live worker with the fewest sessions (call with the session table's lock held)."""
+    def host_for(self, env: str) -> WorkerHandle | InlineHost:
+        """Where a new session of ``env`` lives: the inline host, or the live worker with the fewest sessions
+        (call with the session table's lock held)."""
+        if env in self.inline_envs:
+            return self.inline
         live = [w for w in self.workers if w.alive]
         if not live:
             raise EnvFailed("no worker process is alive; the server is replacing them, retry in a few seconds")
@@ -72,6 +80,7 @@ class WorkerPool:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.inline.stop()
         for worker in self.workers:
             worker.stop()
 

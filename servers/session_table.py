@@ -17,6 +17,7 @@ from agentenvs import protocol
 from agentenvs.errors import AgentEnvsError
 from agentenvs.protocol import SessionBusy, UnknownSession
 from agentenvs.servers.auth import same_owner
+from agentenvs.servers.inline import InlineHost
 from agentenvs.servers.worker import WorkerHandle
 
 TOMBSTONES = 20000
@@ -27,7 +28,7 @@ TOMBSTONES = 20000
 class Session:
     id: str
     env: str
-    worker: WorkerHandle
+    worker: WorkerHandle | InlineHost
     owner: bytes | None
     """The digest of the token that opened the session (``servers/auth.py``); None on a server without tokens."""
     privileged: bool

@@ -56,6 +56,8 @@ class ServerConfig:
     setup_timeout_s: float = 300.0
     retry_after_s: int = 2
     tokens: tuple[str, ...] = ()
+    isolate: bool = False
+    """Hold every environment in worker processes, also those that declare themselves inline (``EnvSpec.inline``)."""
 
 
 class SessionManager:
@@ -73,7 +75,10 @@ class SessionManager:
         """The task ids of each served environment by split, for the OpenAPI document's reset options."""
         entry_points = {name: ep for name, ep in config.envs.items() if ep}
         self._table = SessionTable()
-        self._pool = WorkerPool(config.workers, entry_points, config.worker_threads, self.metrics, self._lose_worker)
+        inline = frozenset(n for n in config.envs if not (config.isolate or n in entry_points) and _inline(n))
+        self._pool = WorkerPool(
+            config.workers, entry_points, config.worker_threads, self.metrics, self._lose_worker, inline
+        )
         self._stopping = threading.Event()
         self.draining = False
         self._reaper: threading.Thread | None = None
@@ -196,7 +201,7 @@ class SessionManager:
                     f"{self.config.retry_after_s} s, close idle sessions, or use another server",
                     retry_after=self.config.retry_after_s,
                 )
-            worker = self._pool.least_loaded()
+            worker = self._pool.host_for(request.env)
             worker.sessions += 1
             self._table.creating += 1
         session_id = secrets.token_hex(16)
@@ -375,6 +380,16 @@ class SessionManager:
     def stats(self) -> dict[str, Any]:
         by_env = self._table.by_env()
         return {"sessions": sum(by_env.values()), "sessions_by_env": by_env, "workers": self._pool.stats()}
+
+
+def _inline(name: str) -> bool:
+    """Whether ``name`` declares itself cheap and safe (an unknown name fails later, when it is described)."""
+    import agentenvs
+
+    try:
+        return agentenvs.registry.spec(name).inline
+    except AgentEnvsError:
+        return False
 
 
 def _error_item(exc: AgentEnvsError, metrics: Metrics) -> bytes:

@@ -57,14 +57,14 @@ class EnvHost:
             if op == "create":
                 return self._guarded(lambda: self._create(session_id, *args), "the constructor")
             if op == "close":
-                self._close(session_id)
+                self.close(session_id)
                 return Outcome(True, None)
             env = self.envs.get(session_id)
             if env is None:
                 return failed("the session is not held by this worker")
             outcome = self._guarded(lambda: self._call(env, op, args), op)
             if not outcome.ok and outcome.payload.fatal:
-                self._close(session_id)
+                self.close(session_id)
             return outcome
 
     @staticmethod
@@ -95,7 +95,7 @@ class EnvHost:
         self.envs[session_id] = env
         return env.describe()
 
-    def _close(self, session_id: str) -> None:
+    def close(self, session_id: str) -> None:
         env = self.envs.pop(session_id, None)
         with self.guard:
             self.locks.pop(session_id, None)
@@ -166,7 +166,7 @@ def worker_main(conn: Any, entry_points: dict[str, str], threads: int) -> None:
         thread.start()
     stop.wait()
     for session_id in list(host.envs):
-        host._close(session_id)
+        host.close(session_id)
 
 
 class WorkerHandle:

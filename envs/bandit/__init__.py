@@ -16,4 +16,5 @@ SPEC = EnvSpec(
     extra=None,
     max_turns=100,
     panels="agentenvs.tasks.bandit",
+    inline=True,
 )

@@ -1,0 +1,84 @@
+"""The fast step path: inline environments in the server process, the step route answered before flask."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import Api, error_of, start
+
+from agentenvs.servers.launch import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def isolated() -> Iterator[ServerProcess]:
+    process = start(args=("--isolate",))
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def _played(api: Api, session: str, turns: int = 3) -> list[dict]:
+    api.reset(session, seed=4)
+    answers = []
+    for turn in range(turns):
+        answer = api.step(session, "pull[1]", turn)
+        assert answer.status_code == 200, answer.text
+        answers.append(answer.json())
+    return answers
+
+
+def test_an_inline_env_lives_in_the_server_process_and_a_worker_env_does_not(api: Api, server: ServerProcess) -> None:
+    bandit, counter = api.open("bandit"), api.open("counter")
+    inline = api.call("GET", f"/v1/sessions/{bandit}").json()
+    assert inline["worker"] is None and inline["worker_pid"] != server.pid  # gunicorn's worker process, not the arbiter
+    held = api.call("GET", f"/v1/sessions/{counter}").json()
+    assert held["worker"] in (0, 1) and held["worker_pid"] != inline["worker_pid"]
+
+
+def test_isolate_puts_an_inline_env_in_a_worker_with_the_same_episode(api: Api, isolated: ServerProcess) -> None:
+    other = Api(isolated.url)
+    session = other.open("bandit")
+    assert other.call("GET", f"/v1/sessions/{session}").json()["worker"] in (0, 1)
+    assert _played(other, session) == _played(api, api.open("bandit"))
+
+
+def test_inline_steps_keep_idempotent_turns_and_turn_checks(api: Api) -> None:
+    session = api.open("bandit")
+    first = _played(api, session, turns=1)[0]
+    assert api.step(session, "pull[0]", 0).json() == first, "a retried turn gets the stored answer"
+    mismatch = api.step(session, "pull[0]", 5)
+    assert mismatch.status_code == 409 and error_of(mismatch)["code"] == "turn_mismatch"
+
+
+def test_what_the_fast_path_passes_on_gets_flask_answers(api: Api) -> None:
+    session = api.open("bandit")
+    api.reset(session)
+    slash = api.call("POST", f"/v1/sessions/{session}/step/", {"action": "pull[0]", "turn": 0})
+    assert slash.status_code == 200 and slash.json()["observation"]
+    wrong_method = api.call("PUT", f"/v1/sessions/{session}/step", {"action": "pull[0]", "turn": 1})
+    assert wrong_method.status_code == 405 and "POST" in wrong_method.headers["Allow"]
+    chunked = api.call("POST", f"/v1/sessions/{session}/step", raw=iter([b'{"action": "pull[0]", ', b'"turn": 1}']))
+    assert chunked.status_code == 200, chunked.text
+
+
+def test_fast_path_steps_are_counted_like_any_request(api: Api) -> None:
+    def served() -> float:
+        text = api.call("GET", "/metrics").text
+        line = 'agentenvs_requests_total{route="POST /v1/sessions/<session_id>/step",status="200"}'
+        return sum(float(row.split()[-1]) for row in text.splitlines() if row.startswith(line))
+
+    before = served()
+    _played(api, api.open("bandit"), turns=4)
+    assert served() == before + 4
+
+
+def test_a_token_server_checks_the_token_on_the_fast_path() -> None:
+    with start(token="step-path-token") as process:
+        owner, stranger = Api(process.url, token="step-path-token"), Api(process.url)
+        session = owner.open("bandit")
+        owner.reset(session)
+        refused = stranger.step(session, "pull[0]", 0)
+        assert refused.status_code == 401 and refused.headers["WWW-Authenticate"] == "Bearer"
+        assert owner.step(session, "pull[0]", 0).status_code == 200
