@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml Makefile
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless)
 	@command -v chromium >/dev/null 2>&1 || (echo "installing headless Chromium for the leaderboard page test" && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@command -v bwrap >/dev/null 2>&1 || (echo "installing bubblewrap for the shellops sandbox" && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel setuptools
 	$(PIP) install -q $(TORCH)
