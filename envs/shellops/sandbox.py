@@ -203,7 +203,7 @@ class Shell:
         fd = self._status_fd
         script = (
             f". /dev/stdin {fd}>&- <<'AE_{nonce}'\n{command.replace(chr(0), '')}\nAE_{nonce}\n"
-            f"printf '%s %s %s\\0' \"$?\" {nonce} \"$PWD\" >&{fd}\n"
+            f'printf \'%s %s %s\\0\' "$?" {nonce} "$PWD" >&{fd}\n'
         )
         out, err = _Capture(self.limits.output_bytes), _Capture(self.limits.output_bytes)
         try:

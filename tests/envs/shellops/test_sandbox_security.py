@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentenvs.envs.shellops import sandbox
-from agentenvs.envs.shellops.sandbox import Limits, Shell, SandboxUnavailable, run_once
+from agentenvs.envs.shellops.sandbox import Limits, SandboxUnavailable, Shell, run_once
 from agentenvs.envs.shellops.snapshot import SnapshotError, pack, unpack
 from agentenvs.envs.shellops.workspace import Workspace, processes_of
 
@@ -75,7 +75,7 @@ def ok(box: Shell, command: str) -> str:
 
 def test_network_egress_and_host_loopback_are_cut(shell):
     port = shell.port
-    probe = f"import socket; socket.create_connection(('{{}}', {{}}), timeout=2); print('connected')"
+    probe = "import socket; socket.create_connection(('{}', {}), timeout=2); print('connected')"
     for host, target_port in (("127.0.0.1", port), ("192.0.2.2", 80), ("1.1.1.1", 443)):
         result = shell.run(f'python3 -c "{probe.format(host, target_port)}"')
         assert result.exit_code != 0 and b"connected" not in result.stdout, (host, result)
@@ -214,7 +214,7 @@ def test_the_sandbox_refuses_to_start_when_bwrap_cannot_run(monkeypatch):
     monkeypatch.setattr(sandbox.shutil, "which", lambda tool: None)
     sandbox._probe.cache_clear()
     try:
-        with pytest.raises(SandboxUnavailable, match="bwrap.*not found.*never runs commands unsandboxed"):
+        with pytest.raises(SandboxUnavailable, match=r"bwrap.*not found.*never runs commands unsandboxed"):
             sandbox.require_sandbox()
     finally:
         sandbox._probe.cache_clear()
