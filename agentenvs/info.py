@@ -24,11 +24,14 @@ INFO_TYPES: dict[str, type | tuple[type, ...]] = {
     "reward_pending": bool,
     "resolution_id": str,
     "failure_cause": str,
+    "parsed_action": dict,
 }
 """Every key an ``info`` dict may hold, with its type. A key that does not apply is absent.
 
 ``score`` (progress so far, in [0, 1]) and ``anchor`` are on every info, reset's included;
-``anchor`` identifies the state: equal anchors mean the same state, whatever the path to it."""
+``anchor`` identifies the state: equal anchors mean the same state, whatever the path to it;
+``parsed_action`` the structure of the last action where the environment parses a grammar (shellops:
+the programs, pipes, redirections and operators of a shell command)."""
 
 PRIVILEGED_TYPES: dict[str, type | tuple[type, ...]] = {
     "expert_plan": list,

@@ -100,11 +100,13 @@ def run_transcript(
     return transcript
 
 
-def _transcript_in_subprocess(factory: EnvFactory, seeds: tuple[int, ...], max_steps: int, queue: Any) -> None:
+def _transcript_in_subprocess(
+    factory: EnvFactory, seeds: tuple[int, ...], policy: Policy, max_steps: int, queue: Any
+) -> None:
     try:
         env = factory()
         try:
-            queue.put(("ok", [_canonical(run_transcript(env, s, max_steps=max_steps)) for s in seeds]))
+            queue.put(("ok", [_canonical(run_transcript(env, s, policy, max_steps)) for s in seeds]))
         finally:
             env.close()
     except BaseException:
@@ -170,10 +172,11 @@ class _Checker:
             assert first == again, f"reset(seed={seed}) after another episode gave a different episode"
 
     def cross_process(self) -> str | None:
-        try:
-            pickle.dumps(self.factory)
-        except Exception as exc:
-            return f"the factory cannot be pickled ({type(exc).__name__}), so no second process can build it"
+        for what, value in (("factory", self.factory), ("policy", self.policy)):
+            try:
+                pickle.dumps(value)
+            except Exception as exc:
+                return f"the {what} cannot be pickled ({type(exc).__name__}), so no second process can use it"
         expected = [_canonical(self.transcript(self.env(), s)) for s in self.seeds]
         context = multiprocessing.get_context("spawn")
         previous = os.environ.get("PYTHONHASHSEED")
@@ -182,7 +185,8 @@ class _Checker:
                 os.environ["PYTHONHASHSEED"] = hash_seed
                 queue = context.Queue()
                 process = context.Process(
-                    target=_transcript_in_subprocess, args=(self.factory, self.seeds, self.max_steps, queue)
+                    target=_transcript_in_subprocess,
+                    args=(self.factory, self.seeds, self.policy, self.max_steps, queue),
                 )
                 process.start()
                 try:
