@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "describe": ("agentenvs.cli_envs", "show an environment's splits, limits, action format and instructions"),
     "play": ("agentenvs.cli_envs", "play an environment yourself in the terminal"),
     "new-env": ("agentenvs.scaffold", "write a new environment's skeleton that passes the conformance suite"),
+    "tasks": ("agentenvs.tasks.cli", "build task datasets: agentenvs tasks build shellops --repo PATH --n N --out DIR"),
     "serve": ("agentenvs.servers.cli", "serve environments over HTTP (protocol v1)"),
     "rollout": ("agentenvs.rollout.cli", "run episodes with a policy and write episode records"),
     "eval": ("agentenvs.evaluation.cli", "evaluate a policy on a panel and write versioned results"),

@@ -44,12 +44,15 @@ def unmount(path: Path) -> None:
 
 
 class UidLease:
-    """A host uid no other live sandbox uses, held by an exclusive lock on ``ROOT/uids/<uid>.lock``."""
+    """A host uid no other live sandbox uses, held by an exclusive lock on ``ROOT/uids/<uid>.lock``.
+
+    Successive leases in one process take different uids."""
 
     def __init__(self) -> None:
         folder = ROOT / "uids"
         folder.mkdir(parents=True, exist_ok=True)
-        start = os.getpid() % UID_COUNT
+        start = (os.getpid() * 61 + next(_counter)) % UID_COUNT  # rotate: a killed sandbox's zombie pid 1
+        # still counts against its uid's process limit until the host's init reaps it
         for offset in range(UID_COUNT):
             uid = UID_BASE + (start + offset) % UID_COUNT
             fd = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT, 0o600)

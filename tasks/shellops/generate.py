@@ -1,122 +1,64 @@
-"""Freeze the hand-written ShellOps panel: ``python -m agentenvs.tasks.shellops.generate``.
+"""Freeze the ShellOps panels: ``python -m agentenvs.tasks.shellops.generate``.
 
-The ``test`` split is six tasks over one small Python project (``PROJECT``): three information
-extractions, two edits (a setting, a bug that ``tests/check_stock.py`` detects) and one chained task
-(find a function's uses, then rename it). Each task is verified in the sandbox before it is written
-(``verify.verify``); the snapshot is content-addressed under ``snapshots/``.
+``train`` is mined from the sdists of ``TRAIN``, ``test`` from those of ``TEST`` (none shared), each
+pinned by version and sha256 and fetched by pip into the cache once (``sources.fetch_sdist``);
+``demo`` holds the hand-written tasks (``handwritten.py``). Every task is verified in the sandbox
+before it is written, and the same pins give the same checksummed panels and snapshots.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
-from agentenvs import panels
 from agentenvs.envs.shellops.snapshot import pack, sha256
+from agentenvs.tasks.shellops import build, handwritten, sources
 from agentenvs.tasks.shellops.verify import verify
 
-GENERATOR_VERSION = "1"
-SEED = 0
-ENV = "shellops"
 FOLDER = Path(__file__).resolve().parent
-IMPORT_PATH = "import sys; sys.path.insert(0, '.'); "
-
-PROJECT = {
-    "README.md": "# inventory\n\nA tiny stock-keeping library.\n",
-    "setup.cfg": "[metadata]\nname = inventory\nversion = 1.4.2\n",
-    "inventory/__init__.py": (
-        "from inventory.report import format_report\n"
-        'from inventory.stock import Stock, total_value\n\nVERSION = "1.4.2"\n'
-    ),
-    "inventory/config.py": 'MAX_ITEMS = 500\nCURRENCY = "EUR"\n',
-    "inventory/stock.py": (
-        "from inventory.config import MAX_ITEMS\n\n\n"
-        "def total_value(items):\n    return sum(price - qty for price, qty in items)\n\n\n"
-        "class Stock:\n    def __init__(self):\n        self.items = {}\n\n"
-        "    def add(self, name, price, qty):\n        if len(self.items) >= MAX_ITEMS:\n"
-        '            raise ValueError("full")\n        self.items[name] = (price, qty)\n'
-    ),
-    "inventory/report.py": (
-        "from inventory.stock import total_value\n\n\n"
-        "def format_report(stock):\n"
-        '    return f"{len(stock.items)} items worth {total_value(stock.items.values())}"\n'
-    ),
-    "tests/check_stock.py": (
-        "import sys\n\nsys.path.insert(0, '.')\nfrom inventory.stock import Stock, total_value  # noqa: E402\n\n"
-        "assert total_value([(2, 3), (5, 1)]) == 11, 'total_value is wrong'\n"
-        "stock = Stock()\nstock.add('pen', 2, 3)\nassert stock.items == {'pen': (2, 3)}\nprint('ok')\n"
-    ),
+PER_SOURCE = 15
+TRAIN = {
+    "toolz==0.12.1": "ecca342664893f177a13dac0e6b41cbd8ac25a358e5f215316d43e2100224f4d",
+    "itsdangerous==2.1.2": "5dbbc68b317e5e42f327f9021763545dc3fc3bfe22e6deb96aaf1fc38874156a",
+}
+TEST = {
+    "tomli==2.0.1": "de526c12914f0c550d15924c62d72abc48d6fe7364aa87328337a31007fe8a4f",
+    "six==1.16.0": "1e61c37477a1626458e36f7b1d82aa5c9b094fa4802892072e49de9c60c4c926",
 }
 
 
-def _task(task_id: str, kind: str, instruction: str, verifier: dict, reference: list[str], turns: int = 10) -> dict:
-    return {
-        "task_id": task_id,
-        "task_type": kind,
-        "instruction": instruction,
-        "verifier": verifier,
-        "reference": reference,
-        "max_turns": turns,
-        "source": "hand-written: inventory",
-    }
+def mined(pins: dict[str, str], snapshots: dict[str, bytes]) -> list[dict]:
+    rows = []
+    for requirement, digest in sorted(pins.items()):
+        files = sources.from_sdist(sources.fetch_sdist(requirement, digest))
+        found, used, _ = build.build(files, requirement.replace("==", "-"), PER_SOURCE)
+        rows += found
+        snapshots.update(used)
+    return rows
 
 
-def tasks() -> list[dict[str, Any]]:
-    """The six tasks, without their snapshot reference (added by :func:`main`)."""
-    rename_checks = [
-        {"name": "old-name-gone", "command": "! grep -rqw format_report --include='*.py' ."},
-        {"name": "new-name-defined", "command": "grep -q '^def render_report' inventory/report.py"},
-        {"name": "imports", "command": f'python3 -c "{IMPORT_PATH}import inventory.report"'},
-    ]
-    return [
-        _task("inventory-where-total-value", "extract", "In which file is the function `total_value` defined? "
-              "Submit its path relative to /workspace.", {"answer": "inventory/stock.py", "match": "exact"},
-              ["<bash>grep -rln 'def total_value' .</bash>", "<submit>inventory/stock.py</submit>"]),
-        _task("inventory-importers-of-stock", "extract", "Which files import the module `inventory.stock`? "
-              "Submit their paths relative to /workspace, one per line.",
-              {"answer": "inventory/__init__.py\ninventory/report.py\ntests/check_stock.py", "match": "lines"},
-              ["<bash>grep -rl 'from inventory.stock import' .</bash>",
-               "<submit>inventory/__init__.py\ninventory/report.py\ntests/check_stock.py</submit>"]),
-        _task("inventory-count-py-files", "extract", "How many Python (.py) files does the workspace hold? "
-              "Submit the number.", {"answer": "5", "match": "exact"},
-              ["<bash>find . -name '*.py' | wc -l</bash>", "<submit>5</submit>"]),
-        _task("inventory-raise-max-items", "edit", "Raise the setting MAX_ITEMS to 1000; change nothing else. "
-              "Submit done when finished.", {"checks": [
-                  {"name": "max-items-1000", "command": f'python3 -c "{IMPORT_PATH}import inventory.config as c; '
-                   'assert c.MAX_ITEMS == 1000"'},
-                  {"name": "currency-kept", "command": "grep -qx 'CURRENCY = \"EUR\"' inventory/config.py"}]},
-              ["<bash>sed -i 's/^MAX_ITEMS = 500$/MAX_ITEMS = 1000/' inventory/config.py</bash>",
-               "<submit>done</submit>"]),
-        _task("inventory-fix-total-value", "edit", "`python3 tests/check_stock.py` fails: a bug was put into the "
-              "library. Fix the library (not the test) so the check passes, then submit done.", {"checks": [
-                  {"name": "check-stock-passes", "command": "python3 tests/check_stock.py"},
-                  {"name": "test-untouched", "command": f"echo {sha256(PROJECT['tests/check_stock.py'].encode())} "
-                   "tests/check_stock.py | sha256sum -c --quiet"}]},
-              ["<bash>python3 tests/check_stock.py</bash>", "<bash>grep -n 'price - qty' -r inventory</bash>",
-               "<bash>sed -i 's/price - qty/price * qty/' inventory/stock.py</bash>", "<submit>done</submit>"]),
-        _task("inventory-rename-format-report", "chained", "Find where the function `format_report` is defined "
-              "and used, and rename it to `render_report` everywhere. Submit done when finished.",
-              {"checks": rename_checks},
-              ["<bash>grep -rlw format_report --include='*.py' .</bash>",
-               "<bash>grep -rlw format_report --include='*.py' . | xargs sed -i 's/\\bformat_report\\b/render_report/g'"
-               "</bash>", "<submit>done</submit>"]),
-    ]  # fmt: skip
-
-
-def main() -> int:
-    snapshot = pack({path: text.encode() for path, text in PROJECT.items()})
+def demo(snapshots: dict[str, bytes]) -> list[dict]:
+    snapshot = pack({path: text.encode() for path, text in handwritten.PROJECT.items()})
     digest = sha256(snapshot)
-    (FOLDER / "snapshots").mkdir(exist_ok=True)
-    (FOLDER / "snapshots" / f"{digest}.tar.gz").write_bytes(snapshot)
-    rows = [{**task, "snapshot": {"file": f"snapshots/{digest}.tar.gz", "sha256": digest}} for task in tasks()]
+    snapshots[digest] = snapshot
+    rows = [
+        {**task, "snapshot": {"file": f"snapshots/{digest}.tar.gz", "sha256": digest}} for task in handwritten.tasks()
+    ]
     for row in rows:
         why = verify(row, snapshot)
         if why is not None:
-            print(f"{row['task_id']}: {why}", file=sys.stderr)
-            return 1
-    panels.write_panels(ENV, {"test": rows}, generator_version=GENERATOR_VERSION, seed=SEED, root=FOLDER.parent)
-    print(f"wrote {len(rows)} verified tasks to {FOLDER / 'panels'}")
+            raise SystemExit(f"{row['task_id']}: {why}")
+    return rows
+
+
+def main() -> int:
+    snapshots: dict[str, bytes] = {}
+    splits = {"train": mined(TRAIN, snapshots), "test": mined(TEST, snapshots), "demo": demo(snapshots)}
+    for stale in (FOLDER / "snapshots").glob("*.tar.gz"):
+        if stale.name.removesuffix(".tar.gz") not in snapshots:
+            stale.unlink()
+    build.write(FOLDER.parent, splits, snapshots, {"sources": {"train": TRAIN, "test": TEST}})
+    print(", ".join(f"{split}: {len(rows)} tasks" for split, rows in splits.items()), file=sys.stderr)
     return 0
 
 

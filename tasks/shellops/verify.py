@@ -13,25 +13,27 @@ from agentenvs.envs.shellops.workspace import Workspace
 
 
 def _outcome(task: dict[str, Any], snapshot: bytes, actions: list[str], limits: Limits) -> bool:
-    """Whether playing ``actions`` on a fresh copy of the workspace satisfies the verifier."""
+    """Whether playing ``actions`` on a fresh copy of the workspace satisfies the verifier; for a
+    question, the last command must also print the answer (two computations of it agree)."""
     workspace = Workspace(limits.workspace_mb, limits.workspace_inodes)
     try:
         unpack(snapshot, workspace.path, workspace.uid, task["snapshot"]["sha256"])
         shell = Shell(workspace, limits)
-        answer = ""
+        answer, printed = "", ""
         try:
             for action in actions:
                 kind, body = parse_action(action)
                 if kind == "submit":
                     answer = body
                 else:
-                    shell.run(body)
+                    printed = shell.run(body).stdout.decode("utf-8", "replace")
         finally:
             shell.close()
         verifier = task["verifier"]
         if "checks" in verifier:
             return all(passed_checks(verifier, workspace, limits))
-        return answer_matches(verifier, answer)
+        agrees = len(actions) == 1 or answer_matches({**verifier, "match": "lines"}, printed)
+        return agrees and answer_matches(verifier, answer)
     finally:
         workspace.close()
 

@@ -35,8 +35,8 @@ def test_shellops_passes_the_conformance_suite_with_real_commands():
     assert {"determinism", "restore", "anchor", "cross_process"} <= set(report.passed)
 
 
-def play(env, task_id: str, actions: list[str]) -> list[tuple]:
-    env.reset(seed=0, options={"task_id": task_id})
+def play(env, task_id: str, actions: list[str], split: str = "demo") -> list[tuple]:
+    env.reset(seed=0, options={"task_id": task_id, "split": split})
     steps = []
     for action in actions:
         steps.append(env.step(action))
@@ -48,11 +48,12 @@ def play(env, task_id: str, actions: list[str]) -> list[tuple]:
 def test_the_expert_plan_solves_every_task_and_a_wrong_submit_fails():
     env = agentenvs.make("shellops", privileged=True)
     try:
-        for task in env.tasks("test"):
-            _, info = env.reset(seed=0, options={"task_id": task["task_id"]})
-            last = play(env, task["task_id"], info["privileged"]["expert_plan"])[-1]
+        for task in env.tasks("demo") + env.tasks("test")[:6]:
+            split = "demo" if task in env.tasks("demo") else "test"
+            _, info = env.reset(seed=0, options={"task_id": task["task_id"], "split": split})
+            last = play(env, task["task_id"], info["privileged"]["expert_plan"], split)[-1]
             assert last[1] == 1.0 and last[2] and last[4]["success"] and last[4]["score"] == 1.0, task["task_id"]
-            wrong = play(env, task["task_id"], ["<submit>no idea</submit>"])[-1]
+            wrong = play(env, task["task_id"], ["<submit>no idea</submit>"], split)[-1]
             assert wrong[1] == 0.0 and not wrong[4]["success"], task["task_id"]
     finally:
         env.close()
@@ -61,7 +62,7 @@ def test_the_expert_plan_solves_every_task_and_a_wrong_submit_fails():
 def test_score_counts_the_checks_that_pass_so_far():
     env = agentenvs.make("shellops")
     try:
-        _, info = env.reset(seed=0, options={"task_id": "inventory-rename-format-report"})
+        _, info = env.reset(seed=0, options={"task_id": "inventory-rename-format-report", "split": "demo"})
         assert info["score"] == 1 / 3  # the untouched project imports; the old name is still there
         rename = "<bash>sed -i 's/format_report/render_report/' inventory/{}.py</bash>"
         steps = play(env, "inventory-rename-format-report", [rename.format("__init__"), rename.format("report")])
@@ -73,7 +74,7 @@ def test_score_counts_the_checks_that_pass_so_far():
 def test_info_has_the_command_structure_and_the_metrics():
     env = agentenvs.make("shellops")
     try:
-        env.reset(seed=0, options={"task_id": "inventory-count-py-files"})
+        env.reset(seed=0, options={"task_id": "inventory-count-py-files", "split": "demo"})
         _, _, _, _, info = env.step("<bash>find . -name '*.py' | wc -l > n.txt; false</bash>")
         assert info["parsed_action"] == {
             "programs": ["find", "wc", "false"],
@@ -100,8 +101,9 @@ def test_parse_action_takes_the_last_tag():
 def test_describe_shows_the_dataset_statistics():
     env = agentenvs.make("shellops")
     try:
-        dataset = env.describe()["dataset"]["test"]
+        dataset = env.describe()["dataset"]
     finally:
         env.close()
-    assert dataset["kinds"] == {"chained": 1, "edit": 2, "extract": 3}
-    assert dataset["reference_steps"]["max"] == 4
+    assert dataset["demo"]["kinds"] == {"chained": 1, "edit": 2, "extract": 3}
+    assert dataset["demo"]["reference_steps"]["max"] == 4
+    assert set(dataset["test"]["kinds"]) >= {"extract-where", "edit-bug", "chained-rename"}

@@ -1,0 +1,223 @@
+"""Mine a project's files into ShellOps task candidates of five kinds.
+
+- ``extract-where``: the file that defines a top-level function (defined once in the project);
+- ``extract-importers``: the files that import a module of the project;
+- ``edit-setting``: set a module-level integer constant to a new value;
+- ``edit-bug``: undo a known mutation (``+`` -> ``-``, ``==`` -> ``!=``) put into a function; the check
+  compares the function's syntax tree with the original's;
+- ``chained-rename``: find a function and its uses, then rename it everywhere.
+
+Each candidate is a task row without its snapshot, plus the files it needs (mutated or not).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+PARSE_ALL = "python3 -c \"import ast, pathlib; [ast.parse(p.read_text()) for p in pathlib.Path('.').rglob('*.py')]\""
+MUTATIONS = ((" + ", " - "), (" == ", " != "))
+
+
+@dataclass
+class Candidate:
+    row: dict[str, Any]
+    files: dict[str, bytes]
+
+
+def python_trees(files: dict[str, bytes]) -> dict[str, ast.Module]:
+    trees = {}
+    for path, data in files.items():
+        if path.endswith(".py"):
+            try:
+                trees[path] = ast.parse(data.decode("utf-8"))
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                continue
+    return trees
+
+
+def _row(task_id: str, kind: str, instruction: str, verifier: dict, reference: list[str]) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "task_type": kind,
+        "instruction": instruction,
+        "verifier": verifier,
+        "reference": reference,
+        "max_turns": 15,
+    }
+
+
+def _top_functions(trees: dict[str, ast.Module]) -> dict[str, list[str]]:
+    """Top-level function name to the files that define it."""
+    found: dict[str, list[str]] = {}
+    for path, tree in trees.items():
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and len(node.name) >= 5 and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(path)
+    return found
+
+
+def where_defined(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> list[Candidate]:
+    out = []
+    for name, paths in sorted(_top_functions(trees).items()):
+        if len(paths) == 1:
+            reference = [f"<bash>grep -rlE '^def {name}\\(' --include='*.py' .</bash>", f"<submit>{paths[0]}</submit>"]
+            instruction = f"In which file is the function `{name}` defined? Submit its path relative to /workspace."
+            verifier = {"answer": paths[0], "match": "exact"}
+            out.append(
+                Candidate(_row(f"{label}-where-{name}", "extract-where", instruction, verifier, reference), files)
+            )
+    return out
+
+
+def _module_name(path: str) -> str | None:
+    parts = path.removesuffix(".py").split("/")
+    parts = parts[1:] if parts[0] == "src" else parts
+    return None if parts[-1] == "__init__" or not all(p.isidentifier() for p in parts) else ".".join(parts)
+
+
+def importers(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> list[Candidate]:
+    imported: dict[str, set[str]] = {}
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                imported.setdefault(name, set()).add(path)
+    out = []
+    for module in sorted({m for m in map(_module_name, trees) if m}):
+        users = sorted(imported.get(module, ()))
+        if not users:
+            continue
+        pattern = re.escape(module)
+        command = f"grep -rlE '^\\s*(from {pattern} import|import {pattern}($|[ ,]))' --include='*.py' . | sort"
+        answer = "\n".join(users)
+        instruction = (
+            f"Which files import the module `{module}` (with `import {module}` or `from {module} import`)? "
+            "Submit their paths relative to /workspace, one per line."
+        )
+        reference = [f"<bash>{command}</bash>", f"<submit>{answer}</submit>"]
+        row = _row(
+            f"{label}-importers-{module}",
+            "extract-importers",
+            instruction,
+            {"answer": answer, "match": "lines"},
+            reference,
+        )
+        out.append(Candidate(row, files))
+    return out
+
+
+def settings(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> list[Candidate]:
+    out = []
+    for path, tree in sorted(trees.items()):
+        lines = files[path].decode("utf-8").split("\n")
+        for node in tree.body:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+                continue
+            value, name = node.value, node.targets[0].id
+            if not (isinstance(value, ast.Constant) and type(value.value) is int and name.isupper()):
+                continue
+            if lines[node.lineno - 1] != f"{name} = {value.value}":
+                continue
+            new = value.value * 2 + 1
+            checks = [
+                {"name": "value-set", "command": f"grep -qx '{name} = {new}' {shlex.quote(path)}"},
+                {"name": "parses", "command": PARSE_ALL},
+            ]
+            instruction = f"Set the constant `{name}` in `{path}` to {new}; change nothing else. Then submit done."
+            reference = [f"<bash>sed -i 's/^{name} = {value.value}$/{name} = {new}/' {shlex.quote(path)}</bash>",
+                         "<submit>done</submit>"]  # fmt: skip
+            row = _row(f"{label}-set-{name.lower()}", "edit-setting", instruction, {"checks": checks}, reference)
+            out.append(Candidate(row, files))
+    return out
+
+
+def renames(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> list[Candidate]:
+    text = "\n".join(data.decode("utf-8", "replace") for path, data in files.items() if path.endswith(".py"))
+    out = []
+    for name, paths in sorted(_top_functions(trees).items()):
+        uses = len(re.findall(rf"\b{name}\b", text))
+        if len(paths) != 1 or uses < 2 or re.search(rf"\b{name}_v2\b", text):
+            continue
+        new = f"{name}_v2"
+        checks = [
+            {"name": "old-name-gone", "command": f"! grep -rqw {name} --include='*.py' ."},
+            {"name": "new-name-defined", "command": f"grep -qE '^def {new}\\(' {shlex.quote(paths[0])}"},
+            {"name": "parses", "command": PARSE_ALL},
+        ]
+        instruction = (
+            f"Find the function `{name}` and every use of it in the Python files, and rename it to `{new}` "
+            "everywhere. Then submit done."
+        )
+        sed = f"grep -rlw {name} --include='*.py' . | xargs sed -i 's/\\b{name}\\b/{new}/g'"
+        reference = [
+            f"<bash>grep -rnw {name} --include='*.py' .</bash>",
+            f"<bash>{sed}</bash>",
+            "<submit>done</submit>",
+        ]
+        row = _row(f"{label}-rename-{name}", "chained-rename", instruction, {"checks": checks}, reference)
+        out.append(Candidate(row, files))
+    return out
+
+
+def _ast_hash_command(path: str, function: str) -> str:
+    """A command printing the sha256 of ``function``'s syntax tree in ``path`` (run in the sandbox)."""
+    program = (
+        "import ast, hashlib; "
+        f"tree = ast.parse(open({path!r}).read()); "
+        f"node = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == {function!r}][0]; "
+        "print(hashlib.sha256(ast.dump(node).encode()).hexdigest())"
+    )
+    return f"python3 -c {shlex.quote(program)}"
+
+
+def bugs(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> list[Candidate]:
+    """One mutation per function: the first line holding exactly one ``+`` or ``==`` between spaces."""
+    out = []
+    for path, tree in sorted(trees.items()):
+        lines = files[path].decode("utf-8").split("\n")
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            found = _mutable_line(lines, node)
+            if found is None:
+                continue
+            number, before, after = found
+            mutated = list(lines)
+            mutated[number] = lines[number].replace(before, after, 1)
+            original_line, broken_line = lines[number], mutated[number]
+            fix = (
+                f"p = {path!r}; lines = open(p).read().split(chr(10)); "
+                f"lines[{number}] = lines[{number}].replace({broken_line!r}, {original_line!r}); "
+                "open(p, 'w').write(chr(10).join(lines))"
+            )
+            instruction = (
+                f"A bug was put into the function `{node.name}` in `{path}`: one operator was changed. "
+                "Find it and fix it (the check compares the function with the correct one). Then submit done."
+            )
+            row = _row(f"{label}-bug-{node.name}", "edit-bug", instruction, {"checks": []}, [
+                f"<bash>grep -n {shlex.quote(after.strip())} {shlex.quote(path)}</bash>",
+                f"<bash>python3 -c {shlex.quote(fix)}</bash>", "<submit>done</submit>"])  # fmt: skip
+            row["ast_probe"] = _ast_hash_command(path, node.name)
+            out.append(Candidate(row, {**files, path: "\n".join(mutated).encode("utf-8")}))
+    return out
+
+
+def _mutable_line(lines: list[str], node: ast.FunctionDef) -> tuple[int, str, str] | None:
+    for number in range(node.lineno, (node.end_lineno or node.lineno)):
+        line = lines[number]
+        if line.lstrip().startswith("#") or '"' in line or "'" in line:
+            continue
+        for before, after in MUTATIONS:
+            if line.count(before) == 1 and after not in line:
+                return number, before, after
+    return None
+
+
+KINDS = {"extract-where": where_defined, "extract-importers": importers, "edit-setting": settings,
+         "edit-bug": bugs, "chained-rename": renames}  # fmt: skip
