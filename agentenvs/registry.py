@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentenvs.errors import InvalidArgument, MissingDependency, UnknownEnv
@@ -47,6 +48,10 @@ class EnvSpec(NamedTuple):
 
 _REGISTRY: dict[str, EnvSpec] = {}
 _DISCOVERED = False
+_READY = False
+_DISCOVERY_LOCK = threading.RLock()
+"""Held while discovering: a thread that finds discovery under way waits for it instead of seeing a half-filled
+registry (a server worker's first concurrent sessions). Reentrant: a module it imports may call ``register``."""
 
 
 def _add(entry: EnvSpec, *, overwrite: bool) -> EnvSpec:
@@ -91,17 +96,21 @@ def _specs_of(entry_point: EntryPoint) -> list[EnvSpec]:
 
 def _discover() -> None:
     """Register every environment the installed packages declare, once, on first use of the registry."""
-    global _DISCOVERED
-    if _DISCOVERED:
+    global _DISCOVERED, _READY
+    if _READY:
         return
-    _DISCOVERED = True
-    from importlib.metadata import entry_points  # 20 ms of imports: paid on first use, not by `import agentenvs`
+    with _DISCOVERY_LOCK:
+        if _DISCOVERED:  # done by the thread we waited for, or under way in this very thread (reentry)
+            return
+        _DISCOVERED = True
+        from importlib.metadata import entry_points  # 20 ms of imports: paid on first use, not by `import agentenvs`
 
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        for entry in _specs_of(entry_point):
-            _REGISTRY.setdefault(entry.name, entry)
-            if "gymnasium" in sys.modules:
-                _register_with_gymnasium(entry)
+        for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+            for entry in _specs_of(entry_point):
+                _REGISTRY.setdefault(entry.name, entry)
+                if "gymnasium" in sys.modules:
+                    _register_with_gymnasium(entry)
+        _READY = True
 
 
 def spec(name: str) -> EnvSpec:

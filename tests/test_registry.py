@@ -181,3 +181,26 @@ def test_the_top_level_exports_its_api_only():
     extra = public - set(agentenvs.__all__) - modules
     assert not extra, f"agentenvs exposes {sorted(extra)} outside __all__"
     assert all(hasattr(agentenvs, name) for name in agentenvs.__all__)
+
+
+def test_threads_that_use_the_registry_first_all_see_every_environment(monkeypatch):
+    import threading
+
+    from agentenvs import registry
+
+    expected = registry.list_envs()
+    monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_DISCOVERED", False)
+    monkeypatch.setattr(registry, "_READY", False)
+    barrier, seen = threading.Barrier(8), []
+
+    def first_use() -> None:
+        barrier.wait()
+        seen.append(registry.list_envs())
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [expected] * 8
