@@ -76,3 +76,14 @@ def test_the_shipped_panels_come_from_disjoint_pinned_sdists():
     assert splits["train"] >= 20 and splits["test"] >= 20
     assert train_sources == {r.replace("==", "-") for r in generate.TRAIN}
     assert test_sources == {r.replace("==", "-") for r in generate.TEST}
+
+
+def test_a_cached_sdist_that_does_not_match_its_pin_is_refused(tmp_path, monkeypatch):
+    import pytest
+
+    monkeypatch.setenv("AGENTENVS_CACHE", str(tmp_path))
+    (tmp_path / "sdists").mkdir()
+    (tmp_path / "sdists" / "demo-1.0.tar.gz").write_bytes(b"not the pinned file")
+    with pytest.raises(ValueError, match="pinned to"):
+        sources.fetch_sdist("demo==1.0", "0" * 64)
+    assert sources.fetch_sdist("demo==1.0").name == "demo-1.0.tar.gz"

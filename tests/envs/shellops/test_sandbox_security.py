@@ -218,3 +218,11 @@ def test_the_sandbox_refuses_to_start_when_bwrap_cannot_run(monkeypatch):
             sandbox.require_sandbox()
     finally:
         sandbox._probe.cache_clear()
+
+
+def test_every_rlimit_is_in_force(shell):
+    limits = ok(shell, "ulimit -t; ulimit -v; ulimit -f; ulimit -n; ulimit -u").split()
+    assert limits == [str(LIMITS.cpu_s), str(LIMITS.memory_mb << 10), str((LIMITS.file_mb << 20) // 1024),
+                      str(LIMITS.open_files), str(LIMITS.processes)]  # fmt: skip
+    opened = shell.run("python3 -c \"[open('/dev/null') for _ in range(300)]\"")
+    assert opened.exit_code != 0 and b"Too many open files" in opened.stderr
