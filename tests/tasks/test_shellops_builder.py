@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import agentenvs
 from agentenvs.cli import main
 from agentenvs.envs.shellops.snapshot import pack
@@ -79,8 +81,6 @@ def test_the_shipped_panels_come_from_disjoint_pinned_sdists():
 
 
 def test_a_cached_sdist_that_does_not_match_its_pin_is_refused(tmp_path, monkeypatch):
-    import pytest
-
     monkeypatch.setenv("AGENTENVS_CACHE", str(tmp_path))
     (tmp_path / "sdists").mkdir()
     (tmp_path / "sdists" / "demo-1.0.tar.gz").write_bytes(b"not the pinned file")
