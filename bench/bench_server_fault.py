@@ -1,6 +1,7 @@
 """Kill one worker process (SIGKILL) in the middle of a run: only its sessions may fail, all others finish.
 
-32 ``RemoteEnv`` sessions on 2 workers play bandit episodes in threads; one worker is killed a second in.
+32 ``RemoteEnv`` sessions on 2 workers (``--isolate``, so bandit lives in them) play bandit episodes in threads;
+one worker is killed a second in.
 Reported: how many sessions were pinned to it, which failed and how, whether every other session
 finished, how long the replacement worker took, and that a new session works afterwards.
 """
@@ -25,7 +26,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
     load_before = os.getloadavg()
-    with launch_server(["bandit"], workers=2) as server:
+    with launch_server(["bandit"], workers=2, extra_args=("--isolate",)) as server:  # bandit is inline otherwise
         client = agentenvs.connect(server.url)
         envs = [client.make("bandit") for _ in range(args.sessions)]
         pinned = {env.session_id: client.request("GET", env.path)["worker_pid"] for env in envs}

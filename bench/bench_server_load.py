@@ -239,12 +239,12 @@ def think_phase(sessions: int, think_s: float, steps: int, keepalive_s: int) -> 
 
 
 def compare_fronts(server: Any, sessions: int, steps: int, rounds: int = 2) -> dict[str, Any] | None:
-    """The same load through gunicorn (``agentenvs serve``) and through waitress, alternating."""
+    """The same load through ``agentenvs serve`` (uvicorn, servers/front.py) and the flask app under waitress."""
     waitress = start_waitress()
     if waitress is None:
         return None
     process, url = waitress
-    fronts = {"gunicorn_gthread": server.url, "waitress": url}
+    fronts = {"agentenvs_serve": server.url, "waitress": url}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in fronts}
     try:
         for _ in range(rounds):
@@ -294,7 +294,7 @@ def main() -> int:
             "server": {
                 "workers": args.workers,
                 "max_sessions": args.max_sessions,
-                "http": "gunicorn gthread, 32 threads",
+                "http": "uvicorn (uvloop, httptools), servers/front.py; 32 threads",
             },
             "load": phases,
             "think_time": think,

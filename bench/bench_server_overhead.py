@@ -1,6 +1,6 @@
 """What serving adds to one bandit step: remote (RemoteEnv over loopback HTTP) vs in-process, side by side.
 
-The in-process env, ``agentenvs serve`` (gunicorn, one gthread worker) and, for the WSGI choice, the same
+The in-process env, ``agentenvs serve`` (uvicorn with ``servers/front.py``) and, for the WSGI choice, the same
 app under waitress (``waitress-serve``, one process, 32 threads) are stepped in turns within one run, so
 machine load hits all alike. Also
 timed: a bare ``GET /healthz`` (the HTTP floor of each front) and a step through raw ``requests`` (the
@@ -79,8 +79,8 @@ def main() -> int:
     waitress = None if args.no_waitress else start_waitress()
     try:
         client = agentenvs.connect(server.url)
-        steppers = [Stepper(agentenvs.make("bandit"), "in_process"), Stepper(client.make("bandit"), "gunicorn_gthread")]
-        floors = {"gunicorn_gthread": (client, [])}
+        steppers = [Stepper(agentenvs.make("bandit"), "in_process"), Stepper(client.make("bandit"), "agentenvs_serve")]
+        floors = {"agentenvs_serve": (client, [])}
         if waitress is not None:
             other = agentenvs.connect(waitress[1])
             steppers.append(Stepper(other.make("bandit"), "waitress"))
@@ -121,8 +121,8 @@ def main() -> int:
                 name: s["p99_ms"] - stats["in_process"]["p99_ms"] for name, s in stats.items() if name != "in_process"
             },
             "healthz": {name: summarize(times) for name, (_, times) in floors.items()},
-            "raw_requests_step_gunicorn": summarize(raw_times),
-            "target": "added median < 2 ms per step (agentenvs serve: gunicorn gthread)",
+            "raw_requests_step_agentenvs_serve": summarize(raw_times),
+            "target": "added median < 2 ms per step (agentenvs serve: uvicorn, servers/front.py)",
             "loadavg_before": load_before,
             "loadavg_after": os.getloadavg(),
         }

@@ -1,6 +1,6 @@
 """What every route answers besides its result: the protocol's JSON errors and the request metrics.
 
-Shared by the flask app (``servers/app.py``) and the step fast path (``servers/fastpath.py``), so an error or a
+Shared by the flask app (``servers/app.py``) and the ASGI front's step route (``servers/front.py``), so an error or a
 request looks the same on ``/metrics`` and on the wire whichever of them served it.
 """
 

@@ -16,7 +16,6 @@ from agentenvs.protocol import MalformedRequest, MethodNotAllowed, RequestTooLar
 from agentenvs.servers.answers import Answer, error_answer, internal_error_answer, record_request
 from agentenvs.servers.auth import Authenticator
 from agentenvs.servers.document import openapi_document
-from agentenvs.servers.fastpath import StepFastPath
 from agentenvs.servers.metrics import Metrics
 from agentenvs.servers.sessions import SessionManager
 
@@ -174,5 +173,4 @@ def create_app(
     handlers = _handlers(manager, auth, in_flight)
     for route in protocol.ROUTES:
         app.add_url_rule(route.flask_rule, route.name, handlers[route.name], methods=[route.method])
-    app.wsgi_app = StepFastPath(app.wsgi_app, manager, auth, max_request_bytes)  # type: ignore[method-assign]
     return app

@@ -10,7 +10,8 @@ from agentenvs.errors import AgentEnvsError, InvalidArgument
 
 DESCRIPTION = """\
 Serve registered environments over HTTP (wire protocol v1). Environment instances run in worker
-processes; the HTTP front is gunicorn (one gthread process, many threads). Examples:
+processes (cheap built-ins such as bandit run in the server process unless --isolate); the HTTP front is
+one uvicorn process (uvloop, httptools) that answers steps itself and runs the other routes in flask. Examples:
   agentenvs serve --env bandit
   agentenvs serve --env bandit --env sciworld --workers 4 --port 9000 --token "$AGENTENVS_TOKEN"
   agentenvs serve --env mine=mypackage.envs:MyEnv      (register and serve your own TextEnv class)
@@ -56,7 +57,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         "cheap and safe (bandit) run in the server process, which saves the worker hop on every step",
     )
     parser.add_argument("--worker-threads", type=int, default=16, help="calls one worker runs at once (default 16)")
-    parser.add_argument("--threads", type=int, default=32, help="HTTP request threads (default 32)")
+    parser.add_argument(
+        "--threads", type=int, default=32, help="threads for flask routes and worker-held steps (default 32)"
+    )
     parser.add_argument("--max-sessions", type=int, default=512, help="session cap; past it POST /v1/sessions is 429")
     parser.add_argument(
         "--lease-ttl",

@@ -261,6 +261,11 @@ class SessionManager:
     def extract_action(self, session_id: str, response: str, owner: bytes | None = None) -> bytes:
         return self._drive(session_id, owner, "extract_action", (response,))
 
+    def runs_inline(self, session_id: str) -> bool:
+        """Whether the session lives in the server process, so a call to it never waits on a worker."""
+        session = self._table.sessions.get(session_id)
+        return session is not None and session.worker is self._pool.inline
+
     def session_info(self, session_id: str, owner: bytes | None = None) -> dict[str, Any]:
         session = self._table.acquire(session_id, owner)
         try:

@@ -1,9 +1,10 @@
 """A WSGI entry point for running the app under another WSGI server, configured by environment.
 
-``agentenvs serve`` (gunicorn, one gthread worker) is the supported way. This exists so the choice can
-be measured against waitress and so a site that standardises on another server can still use it, with
-exactly one process (sessions live in that process; several processes would each hold different
-sessions and answer 404 for the others)::
+``agentenvs serve`` (uvicorn with ``servers/front.py``, which answers the step route itself) is the
+supported way. This exists so the choice can be measured against waitress and so a site that standardises
+on a WSGI server can still use it (every route, the step included, then runs in flask), with exactly one
+process (sessions live in that process; several processes would each hold different sessions and answer 404
+for the others)::
 
     AGENTENVS_SERVE='{"envs": {"bandit": null}}' waitress-serve --threads 32 --asyncore-use-poll \\
         --call agentenvs.servers.wsgi:app_from_environment

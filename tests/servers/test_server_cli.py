@@ -1,4 +1,4 @@
-"""``agentenvs serve`` from the command line, and the gunicorn WSGI entry point on a real socket."""
+"""``agentenvs serve`` from the command line, its transport errors and limits, and the WSGI entry point."""
 
 from __future__ import annotations
 
@@ -60,18 +60,43 @@ def test_the_wsgi_entry_point_runs_under_waitress() -> None:
         process.wait(30)
 
 
-def test_gunicorn_transport_errors_are_json() -> None:
+def _raw_answer(raw: socket.socket) -> tuple[str, dict]:
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+        chunk = raw.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    head, _, body = answer.decode().partition("\r\n\r\n")
+    return head, json.loads(body)
+
+
+def test_transport_errors_are_json_and_the_server_keeps_serving() -> None:
     from conftest import start
 
-    server = start(workers=1)
+    server = start(workers=1, args=("--connection-limit", "3"))
     try:
         host, port = server.url.rsplit("//", 1)[1].rsplit(":", 1)
-        with socket.create_connection((host, int(port)), timeout=30) as raw:
-            raw.sendall(b"NOT A REQUEST LINE\r\n\r\n")
-            answer = raw.recv(65536).decode()
-        head, _, body = answer.partition("\r\n\r\n")
-        assert head.startswith("HTTP/1.1 400") and "application/json" in head
-        assert json.loads(body)["error"]["code"] == "malformed_request"
+        cases = {
+            "400": b"NOT A REQUEST LINE\r\n\r\n",
+            "414": b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+            "431": b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Big: " + b"b" * 40000 + b"\r\n\r\n",
+        }
+        for status, request in cases.items():
+            with socket.create_connection((host, int(port)), timeout=30) as raw:
+                raw.sendall(request)
+                head, body = _raw_answer(raw)
+            assert head.startswith(f"HTTP/1.1 {status}") and "application/json" in head, head
+            assert body["error"]["code"] == "malformed_request", body
+        held = [socket.create_connection((host, int(port)), timeout=30) for _ in range(3)]
+        try:
+            with socket.create_connection((host, int(port)), timeout=30) as extra:
+                head, body = _raw_answer(extra)
+            assert head.startswith("HTTP/1.1 503") and body["error"]["code"] == "at_capacity", head
+        finally:
+            for connection in held:
+                connection.close()
+        time.sleep(0.2)
         assert requests.get(server.url + "/healthz", timeout=10).status_code == 200
     finally:
         server.stop()

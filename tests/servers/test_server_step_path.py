@@ -32,7 +32,7 @@ def _played(api: Api, session: str, turns: int = 3) -> list[dict]:
 def test_an_inline_env_lives_in_the_server_process_and_a_worker_env_does_not(api: Api, server: ServerProcess) -> None:
     bandit, counter = api.open("bandit"), api.open("counter")
     inline = api.call("GET", f"/v1/sessions/{bandit}").json()
-    assert inline["worker"] is None and inline["worker_pid"] != server.pid  # gunicorn's worker process, not the arbiter
+    assert inline["worker"] is None and inline["worker_pid"] == server.pid
     held = api.call("GET", f"/v1/sessions/{counter}").json()
     assert held["worker"] in (0, 1) and held["worker_pid"] != inline["worker_pid"]
 
