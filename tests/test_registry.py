@@ -188,10 +188,14 @@ def test_threads_that_use_the_registry_first_all_see_every_environment(monkeypat
 
     from agentenvs import registry
 
-    expected = registry.list_envs()
-    monkeypatch.setattr(registry, "_REGISTRY", {})
-    monkeypatch.setattr(registry, "_DISCOVERED", False)
-    monkeypatch.setattr(registry, "_READY", False)
+    def forget_discovery() -> None:
+        monkeypatch.setattr(registry, "_REGISTRY", {})
+        monkeypatch.setattr(registry, "_DISCOVERED", False)
+        monkeypatch.setattr(registry, "_READY", False)
+
+    forget_discovery()
+    expected = registry.list_envs()  # what one thread discovers (environments other tests register are not in it)
+    forget_discovery()
     barrier, seen = threading.Barrier(8), []
 
     def first_use() -> None:

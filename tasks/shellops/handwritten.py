@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentenvs.envs.shellops.snapshot import sha256
+from agentenvs.tasks.shellops.mining import task_row
 
 IMPORT_PATH = "import sys; sys.path.insert(0, '.'); "
 
@@ -41,15 +42,7 @@ PROJECT = {
 
 
 def _task(task_id: str, kind: str, instruction: str, verifier: dict, reference: list[str], turns: int = 10) -> dict:
-    return {
-        "task_id": task_id,
-        "task_type": kind,
-        "instruction": instruction,
-        "verifier": verifier,
-        "reference": reference,
-        "max_turns": turns,
-        "source": "hand-written: inventory",
-    }
+    return {**task_row(task_id, kind, instruction, verifier, reference, turns), "source": "hand-written: inventory"}
 
 
 def tasks() -> list[dict[str, Any]]:

@@ -39,14 +39,17 @@ def python_trees(files: dict[str, bytes]) -> dict[str, ast.Module]:
     return trees
 
 
-def _row(task_id: str, kind: str, instruction: str, verifier: dict, reference: list[str]) -> dict[str, Any]:
+def task_row(
+    task_id: str, kind: str, instruction: str, verifier: dict, reference: list[str], max_turns: int = 15
+) -> dict[str, Any]:
+    """One task in the panel format; mined and hand-written tasks share it."""
     return {
         "task_id": task_id,
         "task_type": kind,
         "instruction": instruction,
         "verifier": verifier,
         "reference": reference,
-        "max_turns": 15,
+        "max_turns": max_turns,
     }
 
 
@@ -68,7 +71,7 @@ def where_defined(files: dict[str, bytes], trees: dict[str, ast.Module], label: 
             instruction = f"In which file is the function `{name}` defined? Submit its path relative to /workspace."
             verifier = {"answer": paths[0], "match": "exact"}
             out.append(
-                Candidate(_row(f"{label}-where-{name}", "extract-where", instruction, verifier, reference), files)
+                Candidate(task_row(f"{label}-where-{name}", "extract-where", instruction, verifier, reference), files)
             )
     return out
 
@@ -101,7 +104,7 @@ def importers(files: dict[str, bytes], trees: dict[str, ast.Module], label: str)
             "Submit their paths relative to /workspace, one per line."
         )
         reference = [f"<bash>{command}</bash>", f"<submit>{answer}</submit>"]
-        row = _row(
+        row = task_row(
             f"{label}-importers-{module}",
             "extract-importers",
             instruction,
@@ -132,7 +135,7 @@ def settings(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) 
             instruction = f"Set the constant `{name}` in `{path}` to {new}; change nothing else. Then submit done."
             reference = [f"<bash>sed -i 's/^{name} = {value.value}$/{name} = {new}/' {shlex.quote(path)}</bash>",
                          "<submit>done</submit>"]  # fmt: skip
-            row = _row(f"{label}-set-{name.lower()}", "edit-setting", instruction, {"checks": checks}, reference)
+            row = task_row(f"{label}-set-{name.lower()}", "edit-setting", instruction, {"checks": checks}, reference)
             out.append(Candidate(row, files))
     return out
 
@@ -160,7 +163,7 @@ def renames(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -
             f"<bash>{sed}</bash>",
             "<submit>done</submit>",
         ]
-        row = _row(f"{label}-rename-{name}", "chained-rename", instruction, {"checks": checks}, reference)
+        row = task_row(f"{label}-rename-{name}", "chained-rename", instruction, {"checks": checks}, reference)
         out.append(Candidate(row, files))
     return out
 
@@ -200,7 +203,7 @@ def bugs(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> l
                 f"A bug was put into the function `{node.name}` in `{path}`: one operator was changed. "
                 "Find it and fix it (the check compares the function with the correct one). Then submit done."
             )
-            row = _row(f"{label}-bug-{node.name}", "edit-bug", instruction, {"checks": []}, [
+            row = task_row(f"{label}-bug-{node.name}", "edit-bug", instruction, {"checks": []}, [
                 f"<bash>grep -n {shlex.quote(after.strip())} {shlex.quote(path)}</bash>",
                 f"<bash>python3 -c {shlex.quote(fix)}</bash>", "<submit>done</submit>"])  # fmt: skip
             row["ast_probe"] = _ast_hash_command(path, node.name)
