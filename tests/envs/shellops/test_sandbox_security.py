@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -45,16 +46,28 @@ def server():
 
 
 def host_state(secret: Path) -> str:
-    """What must not change on the host: a secret file, and what lies in /tmp and the test's folder."""
-    listing = sorted(os.listdir("/tmp")) + sorted(os.listdir(secret.parent))
-    return hashlib.sha256(secret.read_bytes() + repr(listing).encode()).hexdigest()
+    """What must not change on the host: a secret file and what lies in the test's folder."""
+    return hashlib.sha256(secret.read_bytes() + repr(sorted(os.listdir(secret.parent))).encode()).hexdigest()
+
+
+def tmp_entries_of(uid: int, before: set[str]) -> list[str]:
+    """Entries the sandbox's host uid put in the host's /tmp since ``before``.
+
+    Other processes on the machine (test workers, a JVM) may write to /tmp meanwhile: only what the
+    sandbox's own uid owns is the sandbox's doing."""
+    found = []
+    for name in set(os.listdir("/tmp")) - before:
+        with contextlib.suppress(FileNotFoundError):
+            if os.lstat(f"/tmp/{name}").st_uid == uid:
+                found.append(name)
+    return found
 
 
 @pytest.fixture
 def shell(tmp_path, server):
     secret = tmp_path / "secret.txt"
     secret.write_text("host secret\n")
-    before = host_state(secret)
+    before, tmp_before = host_state(secret), set(os.listdir("/tmp"))
     workspace = Workspace(LIMITS.workspace_mb, LIMITS.workspace_inodes)
     box = Shell(workspace, LIMITS)
     box.secret, box.port = secret, server
@@ -63,6 +76,7 @@ def shell(tmp_path, server):
     assert workspace.close() == [], "processes outlived the sandbox"
     assert processes_of(workspace.uid) == []
     assert host_state(secret) == before, "the host changed"
+    assert tmp_entries_of(workspace.uid, tmp_before) == [], "the sandbox wrote to the host's /tmp"
     with socket.create_connection(("127.0.0.1", server), timeout=2) as connection:
         assert connection.recv(2) == b"up", "the server is down"
 
