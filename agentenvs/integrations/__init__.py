@@ -47,9 +47,11 @@ class EpisodeRef:
     task_id: str | None
     seed: int
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"env": self.env, "split": self.split, "task_id": self.task_id, "seed": self.seed}
+
     def encode(self) -> str:
-        body = {"env": self.env, "split": self.split, "task_id": self.task_id, "seed": self.seed}
-        return REF_PREFIX + json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return REF_PREFIX + json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def decode(cls, text: Any) -> EpisodeRef:

@@ -95,8 +95,9 @@ def dataset_rows(env: str, n: int, *, split: str | None = None, seed: int = 0, e
     """``n`` rows in SkyRL's dataset layout (``prompt``, ``env_class``, the episode in ``agentenvs``)."""
     rows = []
     for ref in episode_refs(env, n, split=split, seed=seed, env_kwargs=env_kwargs):
-        body = {"env": ref.env, "split": ref.split, "task_id": ref.task_id, "seed": ref.seed}
-        rows.append({"prompt": [{"role": "user", "content": ref.encode()}], "env_class": ENV_ID, "agentenvs": body})
+        rows.append(
+            {"prompt": [{"role": "user", "content": ref.encode()}], "env_class": ENV_ID, "agentenvs": ref.to_dict()}
+        )
     return rows
 
 

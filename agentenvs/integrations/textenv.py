@@ -92,3 +92,20 @@ class TextEpisode:
 
     def close(self) -> None:
         self.env.close()
+
+
+def local_generate(policy: Any, prompt_ids: list[int], seed: int, overrides: dict[str, Any]) -> Any:
+    """One generation of an in-process policy with a trainer's sampling values (None keeps the policy's).
+
+    The CPU stand-ins for verl's and OpenRLHF's vLLM engines both answer through this."""
+    from dataclasses import replace
+
+    base = policy.sampling_settings
+    given = {key: overrides.get(key) for key in ("temperature", "top_p", "max_tokens")}
+    settings = replace(
+        base,
+        temperature=float(base.temperature if given["temperature"] is None else given["temperature"]),
+        top_p=float(base.top_p if given["top_p"] is None else given["top_p"]),
+        max_tokens=int(base.max_tokens if given["max_tokens"] is None else given["max_tokens"]),
+    )
+    return policy.generate_ids(list(prompt_ids), seed, None, settings)

@@ -11,8 +11,6 @@ import pytest
 import agentenvs
 from agentenvs.servers.launch import ServerProcess, launch_server
 
-pytest.importorskip("openenv.core", reason="openenv-core is in the dev extra: make install")
-
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:

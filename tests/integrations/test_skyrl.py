@@ -4,10 +4,9 @@ through ``init``/``step`` exactly as SkyRL's generator calls them."""
 from __future__ import annotations
 
 import pytest
+import skyrl_gym
 
 import agentenvs
-
-skyrl_gym = pytest.importorskip("skyrl_gym", reason="skyrl-gym is in the dev extra: make install")
 
 
 @pytest.fixture(scope="module", autouse=True)

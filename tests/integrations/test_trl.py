@@ -10,8 +10,6 @@ import agentenvs
 from agentenvs.integrations import EpisodeRef
 from agentenvs.train import tiny
 
-pytest.importorskip("trl", reason="TRL is in the dev extra: make install")
-
 SMALL = {"hidden_size": 32, "layers": 1, "heads": 2, "intermediate_size": 64}
 
 
