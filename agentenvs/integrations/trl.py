@@ -58,8 +58,7 @@ class EnvRollout:
     def dataset(self, n: int, *, split: str | None = None, seed: int = 0) -> Any:
         """A ``datasets.Dataset`` of ``n`` rows whose ``prompt`` is an episode reference (task and seed)."""
         datasets = require("trl", "datasets", "EnvRollout.dataset")
-        refs = episode_refs(self.env, n, split=split, seed=seed, env_kwargs=self.env_kwargs)
-        return datasets.Dataset.from_dict({"prompt": [ref.encode() for ref in refs]})
+        return datasets.Dataset.from_list(dataset_rows(self.env, n, split=split, seed=seed, env_kwargs=self.env_kwargs))
 
     def policy(self, trainer: Any) -> Any:
         """Our token-in/token-out policy on the trainer's model, sampling as ``trainer.args`` says."""
@@ -120,6 +119,11 @@ class EnvRollout:
         }
 
 
+def dataset_rows(env: str, n: int, *, split: str | None = None, seed: int = 0, env_kwargs: Any = None) -> list[dict]:
+    """``n`` rows of a TRL prompt dataset: each ``prompt`` is an episode reference ``EnvRollout`` resets."""
+    return [{"prompt": ref.encode()} for ref in episode_refs(env, n, split=split, seed=seed, env_kwargs=env_kwargs)]
+
+
 def env_reward(completions: list[Any], env_return: list[float], **_: Any) -> list[float]:
     """A TRL reward function: the episode's return (the sum of the environment's rewards)."""
     return [float(x) for x in env_return]
@@ -130,4 +134,4 @@ def env_score(completions: list[Any], env_score: list[float], **_: Any) -> list[
     return [float(x) for x in env_score]
 
 
-__all__ = ["TESTED", "EnvRollout", "env_reward", "env_score"]
+__all__ = ["TESTED", "EnvRollout", "dataset_rows", "env_reward", "env_score"]
