@@ -17,15 +17,18 @@ from agentenvs.rollout.records import step_info
 
 
 def open_env(name: str, servers: Any = None, **kwargs: Any) -> Any:
-    """An environment: in-process (``servers`` None), a session on a server URL, a list of URLs, or a pool."""
+    """An environment: in-process (``servers`` None), a session on a server URL, a list of URLs (or one
+    comma-separated string of them, as an environment variable gives), or a pool."""
     import agentenvs
 
     if servers is None:
         return agentenvs.make(name, **kwargs)
     if hasattr(servers, "make"):
         return servers.make(name, **kwargs)
-    if isinstance(servers, str):
+    if isinstance(servers, str) and "," not in servers:
         return agentenvs.connect(servers).make(name, **kwargs)
+    if isinstance(servers, str):
+        servers = [url.strip() for url in servers.split(",") if url.strip()]
     from agentenvs.client import EnvPool
 
     return EnvPool(list(servers)).make(name, **kwargs)

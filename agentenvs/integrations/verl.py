@@ -17,6 +17,7 @@ the loop on a CPU (tests, debugging). The GPU recipe is in docs/integrations.md.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -140,4 +141,10 @@ def dataset_rows(env: str, n: int, *, split: str | None = None, seed: int = 0, e
     return rows
 
 
-__all__ = ["AGENT_NAME", "TESTED", "AgentEnvsAgentLoop", "LocalServerManager", "dataset_rows", "row_ref"]
+CONFIG = Path(__file__).with_name("verl_agent_loop.yaml")
+"""The agent loop config verl's ``agent_loop_config_path`` loads (registers ``agentenvs`` in the workers)."""
+
+__all__ = ["AGENT_NAME", "CONFIG", "TESTED", "AgentEnvsAgentLoop", "LocalServerManager", "dataset_rows", "row_ref"]
+
+if __name__ == "__main__":
+    print(CONFIG)

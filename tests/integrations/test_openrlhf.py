@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import re
 from types import SimpleNamespace
 
 import pytest
+import requests
 
 import agentenvs
 from agentenvs.errors import InvalidArgument
@@ -80,3 +82,26 @@ def test_a_label_that_names_no_episode_says_how_to_build_one(policy):
     sampling = SimpleNamespace(temperature=1.0, top_p=1.0, max_tokens=None, logprobs=None)
     with pytest.raises(InvalidArgument, match="episode_refs"):
         asyncio.run(executor.execute("hi", "no reference", sampling, 200, policy.tokenizer, object()))
+
+
+def test_rollout_workers_play_on_the_servers_the_environment_names(policy, monkeypatch):
+    """AGENTENVS_SERVERS (comma-separated) sends episodes to servers; a sample OpenRLHF cuts short
+    (its length budget spent mid-episode) still closes its session."""
+    import agentenvs
+    from agentenvs.servers.launch import launch_server
+
+    executor, agent_module = load_agent_file()
+    row = agent_module.dataset_rows("bandit", 1, split="test")[0]
+    server = launch_server(["bandit"], workers=1)
+    try:
+        monkeypatch.setenv("AGENTENVS_SERVERS", f"{server.url},{server.url}")
+        sampling = SimpleNamespace(temperature=1.0, top_p=1.0, max_tokens=None, logprobs=None)
+        engine = agent_module.LocalEngine(policy)
+        out = asyncio.run(executor.execute(row["prompt"], row["label"], sampling, 1200, policy.tokenizer, engine))
+        assert len(out["action_ranges"]) >= 1 and engine.calls == len(out["action_ranges"])
+        assert agentenvs.connect(server.url).health()["sessions"] == 0
+        metrics = requests.get(f"{server.url}/metrics", timeout=5).text
+        steps = re.search(r'agentenvs_steps_total\{env="bandit"\} (\d+)', metrics)
+        assert steps and int(steps.group(1)) == len(out["action_ranges"]), metrics[:400]
+    finally:
+        server.stop()

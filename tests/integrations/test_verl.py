@@ -27,7 +27,7 @@ def verl_config():
         return compose(config_name="ppo_trainer", overrides=overrides)
 
 
-def make_loop(config, tokenizer, server_manager, **extra):
+def make_loop(config, tokenizer, server_manager, agent_name="agentenvs", **extra):
     """Exactly how verl's AgentLoopWorker._run_agent_loop builds a loop from its registry."""
     import hydra
     from omegaconf import OmegaConf
@@ -36,7 +36,7 @@ def make_loop(config, tokenizer, server_manager, **extra):
 
     import agentenvs.integrations.verl  # noqa: F401  (registers "agentenvs")
 
-    entry = OmegaConf.merge(_agent_loop_registry["agentenvs"], extra)
+    entry = OmegaConf.merge(_agent_loop_registry[agent_name], extra)
     return hydra.utils.instantiate(
         config=entry,
         trainer_config=DictConfigWrap(config=config),
@@ -49,16 +49,25 @@ def make_loop(config, tokenizer, server_manager, **extra):
     )
 
 
-def test_agent_loop_plays_multi_turn_episodes_with_verl_classes(verl_config):
+@pytest.fixture
+def policy():
     import torch
-    from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
 
-    from agentenvs.integrations.verl import AgentEnvsAgentLoop, LocalServerManager, dataset_rows
     from agentenvs.rollout.hf_policy import TransformersPolicy
 
     torch.manual_seed(0)
     tokenizer = tiny.build_tokenizer()
-    policy = TransformersPolicy(tiny.build_model(tokenizer, **SMALL), tokenizer, device="cpu")
+    model = TransformersPolicy(tiny.build_model(tokenizer, **SMALL), tokenizer, device="cpu")
+    yield model
+    model.close()
+
+
+def test_agent_loop_plays_multi_turn_episodes_with_verl_classes(verl_config, policy):
+    from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
+
+    from agentenvs.integrations.verl import AgentEnvsAgentLoop, LocalServerManager, dataset_rows
+
+    tokenizer = policy.tokenizer
     loop = make_loop(
         verl_config, tokenizer, LocalServerManager(policy), env_kwargs={"horizon": 3}, max_tokens_per_turn=8
     )
@@ -69,10 +78,7 @@ def test_agent_loop_plays_multi_turn_episodes_with_verl_classes(verl_config):
     async def play_all() -> list:
         return await asyncio.wait_for(asyncio.gather(*(loop.run(sampling, **r) for r in rows)), 120)
 
-    try:
-        outputs = asyncio.run(play_all())
-    finally:
-        policy.close()
+    outputs = asyncio.run(play_all())
     for out, row in zip(outputs, rows, strict=True):
         assert isinstance(out, AgentLoopOutput)
         assert out.extra_fields["agentenvs"]["turns"] == 3 and len(out.extra_fields["turn_scores"]) == 3
@@ -95,3 +101,20 @@ def test_a_row_without_an_episode_says_how_to_build_one(verl_config):
 
     with pytest.raises(ValueError, match="dataset_rows"):
         row_ref({"prompt": [], "extra_info": {}})
+
+
+def test_the_shipped_agent_loop_config_registers_the_loop_as_verl_workers_load_it(verl_config, policy, monkeypatch):
+    """``agent_loop_config_path``: AgentLoopWorker.__init__ loads the YAML into its registry by name."""
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+
+    from agentenvs.integrations.verl import CONFIG, LocalServerManager, dataset_rows
+
+    monkeypatch.delenv("AGENTENVS_SERVERS", raising=False)
+    for entry in OmegaConf.load(CONFIG):
+        monkeypatch.setitem(_agent_loop_registry, entry.name, entry)
+    row = dataset_rows("bandit-tiny", 1, split="train")[0]
+    loop = make_loop(verl_config, policy.tokenizer, LocalServerManager(policy), agent_name=row["agent_name"])
+    assert loop.servers is None and loop.max_tokens_per_turn == 512
+    out = asyncio.run(asyncio.wait_for(loop.run({"temperature": 1.0, "logprobs": False}, **row), 60))
+    assert out.extra_fields["agentenvs"]["turns"] == 1 and out.response_logprobs is None
