@@ -4,7 +4,8 @@
 observations between turns masked with ``env_mask``) with the trainer's live model; the reward is the
 episode return. The model is the from-scratch tiny Llama after our trainer's format warm-up (so it
 answers ``pull[i]`` at all), the same start ``bench_trl.py`` uses. Reported: the mean return per step,
-its first and last five steps, the step time, and the share of masked (environment) completion ids.
+its first and last five steps, the step time, and the share of completion ids that are the
+environment's (observations, chat template: masked out of the loss).
 
 Usage: .venv/bin/python bench/bench_trl_env.py [--steps 40] [--threads 2]
 """
@@ -32,6 +33,7 @@ def learn(model_dir: Path, steps: int, scratch: Path) -> dict[str, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from agentenvs.integrations.episodes import completion
     from agentenvs.integrations.trl import EnvRollout, env_reward
 
     rollout = EnvRollout("bandit-tiny", env_kwargs={"horizon": HORIZON}, max_tokens=12, concurrency=32)
@@ -47,8 +49,8 @@ def learn(model_dir: Path, steps: int, scratch: Path) -> dict[str, Any]:
             times.append(time.perf_counter() - self.started)
             records = rollout.last_records
             returns.append(statistics.fmean(float(r.return_) for r in records))
-            sequences = [r.tokens.sequence().loss_mask for r in records if r.tokens is not None]
-            masked.append(1 - sum(map(sum, sequences)) / max(1, sum(map(len, sequences))))
+            masks = [completion(r, 0).mask for r in records]
+            masked.append(1 - sum(map(sum, masks)) / max(1, sum(map(len, masks))))
             print(f"step {state.global_step}: mean return {returns[-1]:.3f} ({times[-1]:.1f} s)", flush=True)
 
     args = GRPOConfig(
@@ -83,7 +85,7 @@ def learn(model_dir: Path, steps: int, scratch: Path) -> dict[str, Any]:
         "return_first5": statistics.fmean(returns[:5]),
         "return_last5": statistics.fmean(returns[-5:]),
         "step_time": summarize(times[1:]),
-        "env_token_share": statistics.fmean(masked),
+        "env_share_of_completion_ids": statistics.fmean(masked),
         "settings": {"horizon": HORIZON, "episodes_per_step": 32, "group_size": 8, "lr": 3e-4, "max_tokens": 12},
     }
 
