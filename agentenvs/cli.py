@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("agentenvs.evaluation.cli", "evaluate a policy on a panel and write versioned results"),
     "leaderboard": ("agentenvs.evaluation.cli", "build the leaderboard pages from results"),
     "train": ("agentenvs.train.cli", "train a policy with the reference GRPO trainer"),
+    "integrations": ("agentenvs.integrations.cli", "other trainers (TRL, verl, SkyRL, OpenRLHF): write their datasets"),
 }
 """Subcommand name to (module, one-line help). A module serves several names through ``args.command``."""
 
