@@ -3,7 +3,8 @@
 Each panel row names a game (family, level, kind, seed) that ``games.materialise`` builds into the
 cache and checks. The engine is TextWorld's (``textworld.start`` with ``EnvInfos``, what
 ``textworld.gym`` wraps), asked for the admissible commands, score, win and loss, the facts (for the
-anchor) and, for privileged runs, the planner's commands from the current state.
+anchor) and, for privileged runs, the planner's commands from the current state (beside the
+generator's walkthrough, which is only a plan from the start).
 """
 
 from __future__ import annotations
@@ -102,7 +103,10 @@ class TextWorldEnv(TextEnv):
         if action_valid is not None:
             info["action_valid"] = action_valid
         if self.privileged:
-            info["privileged"] = {"expert_plan": list(state.get("policy_commands") or [])}
+            info["privileged"] = {
+                "expert_plan": list(state.get("policy_commands") or []),
+                "walkthrough": list(self._task["walkthrough"]),
+            }
         return ascii_safe(state.feedback, limit=1 << 20), info
 
     @staticmethod

@@ -45,6 +45,20 @@ def test_the_replanning_expert_wins_every_demo_game_with_the_full_score(task):
         assert any(0 < s < 1 for s in scores), "points arrive along the way, not only at the end"
 
 
+def test_the_privileged_walkthrough_is_the_panel_rows_and_replays_to_a_win():
+    env = agentenvs.make("textworld", privileged=True)
+    task = DEMO[-1]
+    try:
+        _, info = env.reset(seed=0, options={"split": "demo", "task_id": task["task_id"]})
+        walkthrough = info["privileged"]["walkthrough"]
+        assert walkthrough == task["walkthrough"]
+        for command in walkthrough:
+            _, _, terminated, _, info = env.step(command)
+        assert terminated and info["success"] is True and info["score"] == 1.0
+    finally:
+        env.close()
+
+
 def test_a_command_that_is_not_admissible_changes_nothing_and_says_so():
     env = agentenvs.make("textworld")
     try:
