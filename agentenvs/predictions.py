@@ -38,10 +38,12 @@ CREATE TABLE IF NOT EXISTS predictions (
     created_at REAL NOT NULL,
     outcome TEXT,
     scores TEXT,
-    resolved_at REAL
+    resolved_at REAL,
+    created_tick INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS predictions_question ON predictions (question_id, state);
 CREATE INDEX IF NOT EXISTS predictions_resolved ON predictions (state, resolved_at);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 KINDS = ("binary", "choice", "numeric")
 BUSY_TIMEOUT_MS = 30_000
@@ -70,6 +72,7 @@ class Prediction:
     outcome: Any = None
     scores: dict[str, float] | None = None
     resolved_at: float | None = None
+    created_tick: int = 0
 
 
 def _canonical(value: Any) -> str:
@@ -218,10 +221,19 @@ class PredictionStore:
                         "prediction (same id, same payload is a no-op)"
                     )
                 return False
+            tick = conn.execute("SELECT value FROM meta WHERE key='clock'").fetchone()
             conn.execute(
-                "INSERT INTO predictions (resolution_id, question_id, kind, forecast, payload, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (resolution_id, question_id, kind, forecast, body, time.time() if now is None else now),
+                "INSERT INTO predictions (resolution_id, question_id, kind, forecast, payload, created_at, "
+                "created_tick) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    resolution_id,
+                    question_id,
+                    kind,
+                    forecast,
+                    body,
+                    time.time() if now is None else now,
+                    tick[0] if tick else 0,
+                ),
             )
         return True
 
@@ -269,6 +281,22 @@ class PredictionStore:
         if row[0] == "voided":
             return False
         raise PredictionConflict(f"prediction {resolution_id!r} is already resolved; it cannot be voided")
+
+    def advance_clock(self, ticks: int) -> int:
+        """Move the simulated clock forward by ``ticks`` (atomically, whoever else advances it); the new tick."""
+        if isinstance(ticks, bool) or not isinstance(ticks, int) or ticks < 0:
+            raise InvalidArgument(f"ticks must be a non-negative integer, got {ticks!r}")
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = value + ?",
+                (ticks, ticks),
+            )
+            return int(conn.execute("SELECT value FROM meta WHERE key='clock'").fetchone()[0])
+
+    def clock(self) -> int:
+        """The simulated clock's tick (0 until first advanced)."""
+        row = self.connection().execute("SELECT value FROM meta WHERE key='clock'").fetchone()
+        return 0 if row is None else int(row[0])
 
     # ------------------------------------------------------------------ reads
 
@@ -329,7 +357,7 @@ def _already(resolution_id: str, row: tuple[str, str] | None, outcome_text: str)
 
 
 def _prediction(row: tuple[Any, ...]) -> Prediction:
-    rid, question, kind, forecast, payload, state, created, outcome, scores, resolved_at = row
+    rid, question, kind, forecast, payload, state, created, outcome, scores, resolved_at, tick = row
     return Prediction(
         rid,
         question,
@@ -341,6 +369,7 @@ def _prediction(row: tuple[Any, ...]) -> Prediction:
         None if outcome is None else json.loads(outcome),
         None if scores is None else json.loads(scores),
         resolved_at,
+        tick,
     )
 
 

@@ -151,7 +151,9 @@ class ForecastEnv(TextEnv):
             info["success"] = scores["reward"] > 0.75 if task["kind"] == "binary" else scores["reward"] > 0.5
             return Transition("Your forecast was scored against the known outcome.", scores["reward"], True, info)
         if self.store is not None:
-            payload = {k: task[k] for k in ("options", "scale", "resolution_tick", "world_seed") if k in task}
+            payload = {
+                k: task[k] for k in ("options", "scale", "open_tick", "resolution_tick", "world_seed") if k in task
+            }
             self.store.add(rid, task["task_id"], task["kind"], forecast, {**payload, "split": self._split})
         info["reward_pending"], info["success"] = True, True
         return Transition("Your forecast is recorded; it is scored when the question resolves.", 0.0, True, info)
