@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentenvs.errors import InvalidArgument
+from agentenvs.errors import InvalidArgument, PredictionConflict, UnknownPrediction
 from agentenvs.forecast_scores import score_forecast
 
 SCHEMA = """
@@ -46,16 +46,9 @@ CREATE INDEX IF NOT EXISTS predictions_resolved ON predictions (state, resolved_
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 KINDS = ("binary", "choice", "numeric")
+__all__ = ["PredictionConflict", "PredictionStore", "UnknownPrediction", "check_forecast", "check_outcome"]
 BUSY_TIMEOUT_MS = 30_000
 RETRIES = 20
-
-
-class PredictionConflict(InvalidArgument):
-    """A write that contradicts what the store already holds (another payload, another outcome)."""
-
-
-class UnknownPrediction(InvalidArgument):
-    """A ``resolution_id`` the store has never acknowledged."""
 
 
 @dataclass(frozen=True)
@@ -264,6 +257,14 @@ class PredictionStore:
                 (outcome_text, _canonical(scores), time.time() if now is None else now, resolution_id),
             )
         return True
+
+    def resolve_question(self, question_id: str, outcome: Any) -> int:
+        """Apply a real outcome to every pending prediction of ``question_id``; how many this call resolved."""
+        pending = self.pending(question_id)
+        if not pending:
+            raise UnknownPrediction(f"no pending prediction of question {question_id!r} in {self.path}")
+        check_outcome(pending[0].kind, outcome, pending[0].payload.get("options"))
+        return sum(self.resolve(p.resolution_id, outcome) for p in pending)
 
     def void(self, resolution_id: str, reason: str = "", *, now: float | None = None) -> bool:
         """Void a pending prediction (its question was annulled); True when this call voided it."""

@@ -23,7 +23,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentenvs.predictions import PredictionStore
-    from agentenvs.tasks.forecast.resolver import advance, resolve_question
+    from agentenvs.tasks.forecast.resolver import advance
 
     store = PredictionStore(args.store)
     try:
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
             if args.id:
                 result = {"resolved": int(store.resolve(args.id, outcome))}
             else:
-                result = {"resolved": resolve_question(store, _need(args.question, "--question or --id"), outcome)}
+                result = {"resolved": store.resolve_question(_need(args.question, "--question or --id"), outcome)}
     except (InvalidArgument, json.JSONDecodeError) as exc:
         print(f"agentenvs forecast {args.action}: {exc}")
         return 2

@@ -4,7 +4,8 @@
 with the outcome the world produced. Each panel question lives in its own world, so "due" is relative: a
 prediction stored at store tick ``t`` on a question open at ``open_tick`` resolving at ``resolution_tick``
 is due once the store's clock reaches ``t + resolution_tick - open_tick``. ``resolve_question`` applies a
-real outcome to all pending predictions of one question. Both are safe to run in several processes at once:
+real outcome to all pending predictions of one question
+(``PredictionStore.resolve_question``). Both are safe to run in several processes at once:
 the store resolves each prediction exactly once.
 """
 
@@ -14,8 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from agentenvs import panels
-from agentenvs.errors import InvalidArgument
-from agentenvs.predictions import PredictionStore, check_outcome
+from agentenvs.predictions import PredictionStore
 
 SPLITS = ("train", "dev", "test")
 
@@ -39,12 +39,3 @@ def advance(store: PredictionStore, ticks: int) -> dict[str, int]:
         else:
             waiting += 1
     return {"clock": now, "resolved": resolved, "pending": waiting}
-
-
-def resolve_question(store: PredictionStore, question_id: str, outcome: Any) -> int:
-    """Apply a real outcome to every pending prediction of ``question_id``; how many this call resolved."""
-    pending = store.pending(question_id)
-    if not pending:
-        raise InvalidArgument(f"no pending prediction of question {question_id!r} in {store.path}")
-    check_outcome(pending[0].kind, outcome, pending[0].payload.get("options"))
-    return sum(store.resolve(p.resolution_id, outcome) for p in pending)
