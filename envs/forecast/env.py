@@ -8,17 +8,20 @@ mode the question's known outcome scores the forecast at once (fast training). S
 
 from __future__ import annotations
 
+import json
 import os
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from agentenvs import panels
 from agentenvs.actions import ExtractedAction, extract_tagged_action, strip_span
 from agentenvs.core import TextEnv, Transition, ascii_safe
 from agentenvs.envs.forecast import SPEC
-from agentenvs.envs.forecast.answers import ANSWER_TAG, TOOL, find_answer, parse_answer
+from agentenvs.envs.forecast.answers import ANSWER_TAG, LIST_QUANTILES, TOOL, find_answer, parse_answer
 from agentenvs.envs.forecast.questions import load_questions
 from agentenvs.envs.forecast.world import NewsItem, World, build_world
 from agentenvs.errors import InvalidArgument
@@ -35,6 +38,29 @@ STORE_ENV = "AGENTENVS_FORECAST_STORE"
 def world_of(seed: int) -> World:
     """Worlds are rebuilt from their seed (~20 ms) and shared by the episodes of one process."""
     return build_world(seed)
+
+
+def answer_text(kind: str, forecast: Any, options: list[str] | None = None) -> str:
+    """``<answer>...</answer>`` for a forecast (a choice forecast as a list in option order)."""
+    if kind == "choice":
+        forecast = [float(forecast[o]) for o in options]
+    return f"<answer>{json.dumps(forecast)}</answer>"
+
+
+@lru_cache(maxsize=1)
+def base_rates(train: tuple[dict[str, Any], ...] | None = None) -> dict[str, Any]:
+    """Climatology of a train panel (default: the frozen one): the frequency of yes, and the 10/50/90%
+    quantiles of numeric outcomes."""
+    train = tuple(panels.load_panel(SPEC.name, "train")) if train is None else train
+    yes = [t["outcome"] for t in train if t["kind"] == "binary"]
+    values = [t["outcome"] for t in train if t["kind"] == "numeric"]
+    levels = np.quantile(values, [0.1, 0.5, 0.9]).round(3).tolist() if values else [0.0, 0.0, 0.0]
+    won = Counter(t["outcome"] for t in train if t["kind"] == "choice")
+    return {
+        "binary": round(float(np.mean(yes)), 4) if yes else 0.5,
+        "numeric": dict(zip(LIST_QUANTILES, levels, strict=True)),
+        "choice": dict(won),
+    }
 
 
 class ForecastEnv(TextEnv):
@@ -148,6 +174,8 @@ class ForecastEnv(TextEnv):
         if self.mode == "resolved" and task.get("outcome") is not None:
             scores = score_forecast(task["kind"], forecast, task["outcome"], float(task.get("scale", 1.0)))
             info["score"], info["metrics"] = scores["reward"], {**info["metrics"], **scores}
+            if task["kind"] == "binary":  # the pair behind the leaderboard's reliability diagram
+                info["metrics"].update({"forecast_p": float(forecast), "outcome_y": int(task["outcome"])})
             info["success"] = scores["reward"] > 0.75 if task["kind"] == "binary" else scores["reward"] > 0.5
             return Transition("Your forecast was scored against the known outcome.", scores["reward"], True, info)
         if self.store is not None:
@@ -189,4 +217,22 @@ class ForecastEnv(TextEnv):
             info["action_valid"] = valid
         if self.privileged:
             info["privileged"] = {"oracle": task.get("oracle"), "gold_answer": task.get("outcome")}
+            if task.get("oracle") is not None:
+                info["privileged"]["expert_action"] = answer_text(task["kind"], task["oracle"], task.get("options"))
+            info["privileged"]["baseline_actions"] = self._baselines(task)
         return info
+
+    def _baselines(self, task: dict[str, Any]) -> dict[str, str]:
+        """The answers of the reference forecasters: ``base_rate`` (the train panel's frequencies) and
+        ``half`` (0.5, uniform over options; numeric questions have no such forecast and get the base rate)."""
+        kind, options = task["kind"], task.get("options")
+        rates = base_rates() if self._questions is None else base_rates.__wrapped__(())
+        if kind == "binary":
+            return {"base_rate": answer_text(kind, rates["binary"]), "half": answer_text(kind, 0.5)}
+        if kind == "choice":  # how often each option won in train, smoothed by one win each
+            counts = {o: rates["choice"].get(o, 0) + 1 for o in options}
+            freq = {o: c / sum(counts.values()) for o, c in counts.items()}
+            uniform = {o: 1.0 / len(options) for o in options}
+            return {"base_rate": answer_text(kind, freq, options), "half": answer_text(kind, uniform, options)}
+        climate = answer_text(kind, rates["numeric"])
+        return {"base_rate": climate, "half": climate}
