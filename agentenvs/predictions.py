@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS predictions (
     created_tick INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS predictions_question ON predictions (question_id, state);
-CREATE INDEX IF NOT EXISTS predictions_resolved ON predictions (state, resolved_at);
+CREATE INDEX IF NOT EXISTS predictions_resolved ON predictions (state, resolved_at, resolution_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 KINDS = ("binary", "choice", "numeric")
@@ -322,9 +322,9 @@ class PredictionStore:
             rows = (
                 self.connection()
                 .execute(
-                    "SELECT * FROM predictions WHERE state='resolved' AND (resolved_at > ? OR "
-                    "(resolved_at = ? AND resolution_id > ?)) ORDER BY resolved_at, resolution_id LIMIT ?",
-                    (after, after, last_id, batch),
+                    "SELECT * FROM predictions WHERE state='resolved' AND (resolved_at, resolution_id) > (?, ?) "
+                    "ORDER BY resolved_at, resolution_id LIMIT ?",  # a row-value range: one index seek a batch
+                    (after, last_id, batch),
                 )
                 .fetchall()
             )
