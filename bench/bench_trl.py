@@ -187,18 +187,30 @@ def compare(name: str, config: Any, model_dir: Path, steps: int, warm_steps: int
     }
 
 
-def tiny_case(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    """The tiny model on bandit-tiny, both trainers starting from one warmed-up checkpoint."""
+def tiny_overrides(threads: int) -> list[str]:
+    return [f"run.torch_threads={threads}", "run.progress=false", "algorithm.filter_zero_variance=false"]
+
+
+def warm_tiny(scratch: Path, threads: int, warmup_steps: int | None) -> Path:
+    """The tiny model after our trainer's format warm-up (it answers ``pull[i]``), saved in ``scratch``."""
     from agentenvs.train.config import CONFIG_DIR, load_config
     from agentenvs.train.modeling import save_model
     from agentenvs.train.trainer import Trainer
 
-    base = [f"run.torch_threads={args.threads}", "run.progress=false", "algorithm.filter_zero_variance=false"]
-    warm_sets = [f"warmup.steps={args.warmup_steps}"] if args.warmup_steps is not None else []
-    warm = load_config(CONFIG_DIR / "bandit_tiny_cpu.yaml", [*base, *warm_sets, f"run.out={scratch / 'warm'}"])
-    with Trainer(warm, resume=False) as trainer:
+    warm_sets = [f"warmup.steps={warmup_steps}"] if warmup_steps is not None else []
+    overrides = [*tiny_overrides(threads), *warm_sets, f"run.out={scratch / 'warm'}"]
+    with Trainer(load_config(CONFIG_DIR / "bandit_tiny_cpu.yaml", overrides), resume=False) as trainer:
         trainer.warmup()
         save_model(trainer.model, trainer.tokenizer, scratch / "tiny-warm")
+    return scratch / "tiny-warm"
+
+
+def tiny_case(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """The tiny model on bandit-tiny, both trainers starting from one warmed-up checkpoint."""
+    from agentenvs.train.config import CONFIG_DIR, load_config
+
+    base = tiny_overrides(args.threads)
+    warm_tiny(scratch, args.threads, args.warmup_steps)
     config = load_config(
         CONFIG_DIR / "bandit_tiny_cpu.yaml",
         [*base, f"run.out={scratch / 'ours'}", f"model.path={scratch / 'tiny-warm'}"],

@@ -23,6 +23,7 @@ from agentenvs.errors import AgentEnvsError
 from agentenvs.servers.answers import Answer, error_answer, internal_error_answer, record_request
 from agentenvs.servers.app import create_app
 from agentenvs.servers.auth import Authenticator
+from agentenvs.servers.openenv import serve_websocket
 from agentenvs.servers.sessions import SessionManager
 
 STEP = next(route for route in protocol.ROUTES if route.name == "step")
@@ -44,6 +45,8 @@ class Front:
         """Requests being served (the ``agentenvs_requests_in_flight`` gauge)."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":  # OpenEnv's session route (servers/openenv.py)
+            return await serve_websocket(scope, receive, send, self.manager, self.executor)
         if scope["type"] != "http":
             return await self.wsgi(scope, receive, send)
         self.count += 1
