@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rollout": ("agentenvs.rollout.cli", "run episodes with a policy and write episode records"),
     "eval": ("agentenvs.evaluation.cli", "evaluate a policy on a panel and write versioned results"),
     "leaderboard": ("agentenvs.evaluation.cli", "build the leaderboard pages from results"),
+    "forecast": ("agentenvs.tasks.forecast.cli", "advance the simulated clock, resolve or void stored predictions"),
     "train": ("agentenvs.train.cli", "train a policy with the reference GRPO trainer"),
     "integrations": ("agentenvs.integrations.cli", "other trainers (TRL, verl, SkyRL, OpenRLHF): write their datasets"),
 }

@@ -97,6 +97,20 @@ class EnvFailed(AgentEnvsError, RuntimeError):
     http_status = 500
 
 
+class PredictionConflict(InvalidArgument):
+    """A prediction-store write that contradicts what it holds (another payload, another outcome)."""
+
+    code = "prediction_conflict"
+    http_status = 409
+
+
+class UnknownPrediction(InvalidArgument, LookupError):
+    """A ``resolution_id`` (or question) the prediction store has never acknowledged."""
+
+    code = "unknown_prediction"
+    http_status = 404
+
+
 ALL_ERRORS: tuple[type[AgentEnvsError], ...] = (
     ResetNeeded,
     EpisodeOver,
@@ -109,6 +123,8 @@ ALL_ERRORS: tuple[type[AgentEnvsError], ...] = (
     MissingDependency,
     PanelIntegrityError,
     EnvFailed,
+    PredictionConflict,
+    UnknownPrediction,
 )
 """Every concrete error, so a server or client can map a ``code`` back to its class."""
 

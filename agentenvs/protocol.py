@@ -343,6 +343,19 @@ def parse_extract(body: dict[str, Any]) -> str:
     return _require(body, "response", str, what, "the full model response, a string")
 
 
+def parse_resolve(body: dict[str, Any]) -> tuple[str, Any, bool]:
+    """``(id, outcome, by_question)`` of a POST /v1/predictions/resolve body."""
+    what = "POST /v1/predictions/resolve"
+    _check_fields(body, {"id", "outcome", "by_question"}, what)
+    ident = _require(body, "id", str, what, "a resolution_id (or a question id with by_question: true)")
+    if "outcome" not in body:
+        raise MalformedRequest(f"{what} needs 'outcome': 1/0 (binary), an option (choice) or a number (numeric)")
+    by_question = body.get("by_question", False)
+    if not isinstance(by_question, bool):
+        raise MalformedRequest(f"{what}: 'by_question' must be true or false")
+    return ident, body["outcome"], by_question
+
+
 # ---------------------------------------------------------------------- answers
 
 
@@ -458,5 +471,8 @@ ROUTES: tuple[Route, ...] = (
           answer="Extracted", errors=SESSION_ERRORS),
     Route("batch_step", "POST", "/v1/batch/step", "step many sessions at once; an error per failed item",
           request="BatchStep", answer="BatchAnswer", errors=(400, 401, 413)),
+    Route("resolve_predictions", "POST", "/v1/predictions/resolve",
+          "resolve stored forecasts with a real outcome (a server with a token only; docs/forecast.md)",
+          request="Resolve", answer="Resolved", errors=(400, 401, 404, 409, 413, 422)),
 )  # fmt: skip
 ROUTE = {route.name: route for route in ROUTES}

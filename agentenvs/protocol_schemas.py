@@ -127,6 +127,15 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "Extract": _object(["response"], {"response": {"type": "string"}}),
     "Extracted": _object(["extracted"], {"extracted": {**SPAN, "nullable": True}}),
     "State": _object(["state"], {"state": OBJECT}),
+    "Resolve": _object(
+        ["id", "outcome"],
+        {
+            "id": {"type": "string", "description": "the episode's info.resolution_id (or a question id)"},
+            "outcome": {"description": "binary: 1/0 or true/false; choice: an option; numeric: a number"},
+            "by_question": {"type": "boolean", "default": False, "description": "id is a question id: resolve all"},
+        },
+    ),
+    "Resolved": _object(["resolved"], {"resolved": NATURAL}),
 }
 
 

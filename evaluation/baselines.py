@@ -26,6 +26,10 @@ SMOLLM2 = {"temperature": 0.7, "max_tokens": 24, "stop": ["</action>"], "history
 current observation only (bandit and ALFWorld observations carry the state), keep a CPU run to minutes."""
 
 
+FORECAST_RESOLVED = {"mode": "resolved"}
+"""Forecast baselines score at once against the panel's known outcomes (the pending mode's reward is 0)."""
+
+
 @dataclass(frozen=True)
 class Planned:
     """One baseline run (an ``EvalConfig`` without servers)."""
@@ -55,6 +59,15 @@ class Planned:
         )
 
 
+FORECAST = (
+    *(
+        Planned("forecast", policy, k=1, limit=None, env_kwargs=FORECAST_RESOLVED)
+        for policy in ("expert", "baseline:base_rate", "baseline:half")
+    ),
+    Planned("forecast", "smollm2", k=1, limit=12, max_turns=4, sampling=SMOLLM2, env_kwargs=FORECAST_RESOLVED),
+)
+"""Oracle (the simulator's probability, as ``expert``), base rate, always 0.5, and SmolLM2 zero-shot."""
+
 PLANS: dict[str, tuple[Planned, ...]] = {
     "leaderboard": (
         Planned("bandit", "random", k=4, limit=None),
@@ -70,6 +83,7 @@ PLANS: dict[str, tuple[Planned, ...]] = {
         Planned("textworld", "random", k=2, limit=None, split="test"),
         Planned("textworld", "expert", k=1, limit=None, split="test"),
         Planned("textworld", "smollm2", k=1, limit=12, split="test", max_turns=20, sampling=SMOLLM2),
+        *FORECAST,
     ),
     "demo": (
         Planned("bandit", "random", k=4, limit=12),

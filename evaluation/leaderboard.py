@@ -97,9 +97,9 @@ def by_env(entries: list[Entry]) -> dict[str, list[Entry]]:
 
 
 def env_metric_names(rows: list[Entry]) -> list[str]:
-    """The environment's own metrics shown as columns (those every row of the table has)."""
-    names = [set(r.metrics.get("env_metrics", {})) for r in rows]
-    return sorted(set.intersection(*names)) if names else []
+    """The environment's own metrics shown as columns (those any row of the table has; "–" where a row has
+    none, e.g. a policy that never gave a forecast has no Brier score)."""
+    return sorted(set().union(*(r.metrics.get("env_metrics", {}) for r in rows)))
 
 
 def fmt_estimate(estimate: dict[str, Any], percent: bool = True) -> str:
@@ -115,7 +115,11 @@ def columns(rows: list[Entry]) -> list[tuple[str, str, Any]]:
         return lambda e: (fmt_estimate(e.metrics[name], percent), e.metrics[name]["value"])
 
     def env_metric(name: str) -> Any:
-        return lambda e: (f"{e.metrics['env_metrics'][name]['value']:.3g}", e.metrics["env_metrics"][name]["value"])
+        def cell(e: Entry) -> tuple[str, Any]:
+            value = e.metrics.get("env_metrics", {}).get(name)
+            return ("–", "") if value is None else (f"{value['value']:.3g}", value["value"])
+
+        return cell
 
     def top_pass(e: Entry) -> tuple[str, float]:
         value = e.metrics["pass_at_k"][str(e.max_k)]

@@ -202,12 +202,59 @@ def render_section(env: str, rows: list[Entry]) -> str:
         f"<figure>{render_heatmap(row)}<figcaption>PASS@(k,T) · {_e(row.label)} · {_e(row.split)}</figcaption></figure>"
         for row in rows
     )
+    calibrated = [row for row in rows if row.metrics.get("calibration")]
+    reliability = (
+        f"<figure>{render_reliability(env, calibrated)}<figcaption>reliability (binary forecasts; ECE in the "
+        "legend)</figcaption></figure>"
+        if calibrated
+        else ""
+    )
     return (
         f'<section id="env-{slug(env)}"><h2>{_e(env)} <small>version {_e(first["version"])}</small></h2>'
         f"{render_table(env, rows)}"
         f'<div class="plots"><figure>{render_curves(env, rows)}<figcaption>success vs k (pass@k, 95% CI)'
-        f"</figcaption></figure>{heatmaps}</div></section>"
+        f"</figcaption></figure>{reliability}{heatmaps}</div></section>"
     )
+
+
+def render_reliability(env: str, rows: list[Entry], size: int = 260, legend: int = 170) -> str:
+    """Observed frequency against mean forecast per probability bin, one line per row; the diagonal is
+    perfect calibration. Dot area grows with the bin's count."""
+    pad, plot = 34, size - 48
+
+    def px(v: float) -> float:
+        return pad + plot * v
+
+    def py(v: float) -> float:
+        return 14 + plot * (1.0 - v)
+
+    parts = [
+        f'<svg class="reliability" data-env="{_e(env)}" xmlns="http://www.w3.org/2000/svg" width="{size + legend}" '
+        f'height="{size}" viewBox="0 0 {size + legend} {size}" role="img">',
+        f'<rect x="{pad}" y="14" width="{plot}" height="{plot}" fill="none" stroke="#999"/>',
+        f'<line x1="{px(0)}" y1="{py(0)}" x2="{px(1)}" y2="{py(1)}" stroke="#bbb" stroke-dasharray="4 3"/>',
+    ]
+    for tick in (0.0, 0.5, 1.0):
+        parts.append(f'<text x="{pad - 4}" y="{py(tick) + 4:.1f}" font-size="10" text-anchor="end">{tick:g}</text>')
+        parts.append(f'<text x="{px(tick):.1f}" y="{size - 20}" font-size="10" text-anchor="middle">{tick:g}</text>')
+    parts.append(f'<text x="{px(0.5):.1f}" y="{size - 6}" font-size="10" text-anchor="middle">forecast</text>')
+    for index, row in enumerate(rows):
+        color, calibration = PALETTE[index % len(PALETTE)], row.metrics["calibration"]
+        bins = calibration["bins"]
+        points = " ".join(f"{px(b['mean_forecast']):.1f},{py(b['frequency']):.1f}" for b in bins)
+        parts.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="1.5"/>')
+        for b in bins:
+            radius = 2 + 4 * (b["count"] / max(calibration["n"], 1)) ** 0.5
+            parts.append(
+                f'<circle cx="{px(b["mean_forecast"]):.1f}" cy="{py(b["frequency"]):.1f}" r="{radius:.1f}" '
+                f'fill="{color}"><title>{_e(row.label)}: {b["count"]} forecasts, mean {b["mean_forecast"]:.2f}, '
+                f"observed {b['frequency']:.2f}</title></circle>"
+            )
+        parts.append(
+            f'<text x="{size + 4}" y="{20 + 14 * index}" font-size="11" fill="{color}">'
+            f"{_e(row.label)} · ECE {calibration['ece']:.3f}</text>"
+        )
+    return "".join(parts) + "</svg>"
 
 
 def render_html(entries: list[Entry]) -> str:

@@ -46,6 +46,11 @@ def group_runs(records: Iterable[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return list(runs.values())
 
 
+CALIBRATION_KEYS = {"forecast_p", "outcome_y"}
+"""Final-step metrics of a probability forecast and its 0/1 outcome (forecast): scored as a reliability
+diagram and ECE (``metrics.calibration``), not averaged as columns."""
+
+
 def final_metrics(record: dict[str, Any]) -> dict[str, float]:
     """The environment's own counters at the end of an episode (``info.metrics`` of its last step)."""
     for step in reversed(record.get("steps") or []):
@@ -81,6 +86,8 @@ class _Task:
         self.turns = float(np.mean([int(r.get("num_turns") or 0) for r in records]))
         self.invalid = _mean([invalid_action_rate(r) for r in records])
         per_episode = [final_metrics(r) for r in records]
+        self.forecasts = [(m["forecast_p"], m["outcome_y"]) for m in per_episode if set(m) >= CALIBRATION_KEYS]
+        per_episode = [{k: v for k, v in m.items() if k not in CALIBRATION_KEYS} for m in per_episode]
         names = sorted({name for m in per_episode for name in m})
         self.env_metrics = {name: _mean([m.get(name) for m in per_episode]) for name in names}
 
@@ -157,6 +164,10 @@ def score_records(
         for name in names
         if (values := [v for t in tasks if (v := t.env_metrics.get(name)) is not None])
     }
+    if pairs := [pair for t in tasks for pair in t.forecasts]:
+        from agentenvs.forecast_scores import reliability
+
+        metrics["calibration"] = reliability([p for p, _ in pairs], [int(y) for _, y in pairs])
     by_type: dict[str, Any] = {}
     for task_type in sorted({t.task_type for t in tasks}):
         members = [t for t in tasks if t.task_type == task_type]

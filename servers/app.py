@@ -17,6 +17,7 @@ from agentenvs.servers.answers import Answer, error_answer, internal_error_answe
 from agentenvs.servers.auth import Authenticator
 from agentenvs.servers.document import openapi_document
 from agentenvs.servers.metrics import Metrics
+from agentenvs.servers.predictions import resolve_predictions
 from agentenvs.servers.sessions import SessionManager
 
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
@@ -98,6 +99,7 @@ def _handlers(manager: SessionManager, auth: Authenticator, in_flight: Any) -> d
         return json_response(manager.create(protocol.CreateSession.parse(_body()), owner), 201)
 
     return {
+        "resolve_predictions": lambda: json_response(resolve_predictions(_body(), auth, request.headers)),
         "healthz": healthz,
         "metrics": metrics,
         "openapi": listing(lambda: document),

@@ -5,6 +5,8 @@ spec                   policy
 =====================  ==========================================================================
 ``random``             ``RandomPolicy``: a seeded choice among the admissible actions
 ``expert``             ``ExpertPolicy``: the environment's privileged plan
+``baseline:NAME``      ``ExpertPolicy`` on ``info.privileged.baseline_actions[NAME]`` (forecast: ``base_rate``,
+                       ``half``)
 ``smollm2``            ``TransformersPolicy`` on the embedded SmolLM2-135M-Instruct (converted once)
 ``hf:PATH``            ``TransformersPolicy`` on a local transformers checkpoint folder
 ``openai:URL[:model]`` ``OpenAIPolicy`` on an OpenAI-compatible server, e.g.
@@ -22,7 +24,7 @@ from agentenvs.rollout.llm import Sampling
 from agentenvs.rollout.policy import Policy
 from agentenvs.rollout.prompting import HistoryConfig
 
-SPECS = ("random", "expert", "smollm2", "hf:PATH", "openai:URL[:model]")
+SPECS = ("random", "expert", "smollm2", "hf:PATH", "openai:URL[:model]", "baseline:NAME")
 OPENAI_SPEC = re.compile(r"^(?P<url>https?://[^/:\s]+(?::\d+)?(?:/[^:\s]*)?)(?::(?P<model>\S+))?$")
 
 
@@ -62,6 +64,10 @@ def make_policy(
         from agentenvs.rollout.scripted import ExpertPolicy
 
         return ExpertPolicy()
+    if kind == "baseline" and rest:
+        from agentenvs.rollout.scripted import ExpertPolicy
+
+        return ExpertPolicy(baseline=rest)
     if spec == "smollm2" or (kind == "hf" and rest):
         from agentenvs.rollout.hf_policy import TransformersPolicy
         from agentenvs.rollout.smollm2 import smollm2_checkpoint

@@ -54,15 +54,22 @@ class ExpertPolicy(Policy):
     name = "expert"
     needs_privileged = True
 
+    def __init__(self, baseline: str | None = None):
+        self.baseline = baseline
+        """Play ``info['privileged']['baseline_actions'][baseline]`` instead (reference forecasters)."""
+        if baseline:
+            self.name = f"baseline-{baseline}"
+
     def begin(self, context: EpisodeContext) -> Actor:
         if not context.description.get("capabilities", {}).get("privileged", False):
             raise InvalidArgument(f"{context.env} publishes no privileged plan, so it has no expert policy")
-        return _ExpertActor()
+        return _ExpertActor(self.baseline)
 
 
 class _ExpertActor(Actor):
-    def __init__(self) -> None:
+    def __init__(self, baseline: str | None = None) -> None:
         self.plan: list[str] = []
+        self.baseline = baseline
 
     def act(self, observation: str, info: dict[str, Any]) -> Decision:
         privileged = info.get("privileged")
@@ -78,6 +85,11 @@ class _ExpertActor(Actor):
         return Decision(action, whole_response_action(action))
 
     def _next_action(self, privileged: dict[str, Any], info: dict[str, Any]) -> str:
+        if self.baseline:
+            actions = privileged.get("baseline_actions") or {}
+            if self.baseline not in actions:
+                raise InvalidArgument(f"this environment offers the baselines {sorted(actions)}, not {self.baseline!r}")
+            return str(actions[self.baseline])
         if isinstance(privileged.get("expert_action"), str):
             return privileged["expert_action"]
         if isinstance(privileged.get("expert_plan"), list):

@@ -75,6 +75,12 @@ class RolloutSettings:
     concurrency: int = 32
     batch_size: int = 32
     time_limit_s: float | None = None
+    replay_episodes: str | None = None
+    """Episode file or folder of delayed-reward rollouts (forecast); with ``replay_predictions`` each step also
+    trains on those whose reward the prediction store backfilled since (``agentenvs.train.replay``)."""
+    replay_predictions: str | None = None
+    replay_per_step: int = 0
+    """Replayed episodes per step at most (0: all that are ready)."""
 
 
 @dataclass
@@ -188,6 +194,8 @@ class TrainConfig:
         ):
             if value < 1:
                 raise InvalidArgument(f"{name} must be at least 1, got {value}")
+        if bool(self.rollout.replay_episodes) != bool(self.rollout.replay_predictions):
+            raise InvalidArgument("replay needs both rollout.replay_episodes and rollout.replay_predictions")
         if self.algorithm.filter_zero_variance and self.rollout.group_size < 2:
             raise InvalidArgument("group-relative advantages need rollout.group_size >= 2")
         return self

@@ -80,6 +80,11 @@ class Trainer:
             self.sync = VLLMSync(config.vllm, self.out)
         served = self.sync.served_model if self.sync is not None else config.vllm.model
         self.rollouts = TrainRollouts(config, self.model, self.tokenizer, served)
+        self.replay = None
+        if config.rollout.replay_episodes:
+            from agentenvs.train.replay import ReplaySource
+
+            self.replay = ReplaySource(config.rollout.replay_episodes, config.rollout.replay_predictions)
         if self.sync is not None and (self.step > 0 or config.model.lora):
             self._push_weights()
 
@@ -128,6 +133,11 @@ class Trainer:
         started = time.perf_counter()
         step = self.step + 1
         records = self.rollouts.rollout(step)
+        replayed: dict[str, Any] = {}
+        if self.replay is not None:  # delayed rewards backfilled since: trained next to the live rollouts
+            self.replay.keep_pending(records)
+            old, replayed = self.replay.take(self.config.rollout.replay_per_step or None)
+            records = [*records, *old]
         rollout_s = time.perf_counter() - started
         values, keep = self.advantages(records)
         rows = rows_from_records(records, values, keep)
@@ -154,6 +164,7 @@ class Trainer:
             "batch/generated_tokens": generated,
             "batch/trained_tokens": trained,
             **stats,
+            **replayed,
             "time/rollout_s": rollout_s,
             "time/update_s": update_s,
             "time/sync_s": sync_s,
@@ -248,6 +259,8 @@ class Trainer:
 
     def close(self) -> None:
         self.rollouts.close()
+        if self.replay is not None:
+            self.replay.close()
         self.log.close()
 
     def __enter__(self) -> Trainer:

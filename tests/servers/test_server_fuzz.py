@@ -18,6 +18,7 @@ KNOWN_CODES = {
     "malformed_request", "unknown_session", "not_found", "method_not_allowed", "turn_mismatch", "session_busy",
     "request_too_large", "invalid_action_type", "action_too_long", "invalid_argument", "unknown_env",
     "unknown_split", "unknown_task", "reset_needed", "episode_over", "at_capacity",
+    "unauthorized",  # POST /v1/predictions/resolve on a server without a token
 }  # fmt: skip
 ROUTES = [(route.method, route.path.replace("{session_id}", "{id}")) for route in protocol.ROUTES]
 
@@ -27,7 +28,7 @@ json_values = st.recursive(
     max_leaves=12,
 )
 field_names = st.sampled_from(
-    ["env", "kwargs", "privileged", "seed", "options", "action", "turn", "steps", "state", "response"]
+    ["env", "kwargs", "privileged", "seed", "options", "action", "turn", "steps", "state", "response", "id", "outcome"]
 )
 bodies = st.one_of(
     st.dictionaries(field_names, json_values, max_size=4).map(lambda d: json.dumps(d).encode()),

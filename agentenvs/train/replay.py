@@ -1,0 +1,107 @@
+"""Replay of delayed-reward episodes: rollouts whose reward arrived after the episode (docs/forecast.md, "Replay").
+
+A forecast episode ends with reward 0, ``reward_pending=True`` and a ``resolution_id`` in its last step's
+info; the episode record is written to an episode file as usual. When the question resolves, the prediction
+store holds the scores. :class:`ReplaySource` joins the two: it reads the episode files, looks each pending
+episode up in the store, and hands out the resolved ones with the reward backfilled (the last step's reward,
+the return and the score become the stored ``reward``), each once. Voided predictions are dropped; pending
+ones wait for a later call. The lag between acting (the prediction's ``created_at``) and learning (now) is
+what :meth:`take` reports with each batch, so a trainer can log how stale its signal is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentenvs.errors import UnknownPrediction
+from agentenvs.predictions import Prediction, PredictionStore
+from agentenvs.rollout.records import EpisodeRecord
+from agentenvs.rollout.store import EPISODES_FILE, EpisodeStore, read_jsonl
+
+
+def resolution_id(record: EpisodeRecord) -> str | None:
+    """The ``resolution_id`` of an episode whose reward is pending, else None."""
+    for step in reversed(record.steps):
+        if step.info.get("reward_pending") and step.info.get("resolution_id"):
+            return str(step.info["resolution_id"])
+    return None
+
+
+def backfill(record: EpisodeRecord, prediction: Prediction) -> EpisodeRecord:
+    """A copy of ``record`` with the resolved prediction's reward on its last step, return and score."""
+    reward = float(prediction.scores["reward"])
+    steps = list(record.steps)
+    last = steps[-1]
+    info = {**last.info, "reward_pending": False, "score": reward, "metrics": {**last.info.get("metrics", {})}}
+    info["metrics"].update({k: v for k, v in prediction.scores.items() if k != "reward"})
+    steps[-1] = dataclasses.replace(last, reward=reward, info=info)
+    total = sum(s.reward for s in steps)
+    return dataclasses.replace(record, steps=steps, return_=total, score=reward)
+
+
+class ReplaySource:
+    """Backfilled episodes from episode files and a prediction store, each handed out once."""
+
+    def __init__(self, episodes: str | Path | Sequence[str | Path], predictions: str | Path):
+        self.paths = [Path(p) for p in ([episodes] if isinstance(episodes, (str, Path)) else episodes)]
+        self.store = PredictionStore(predictions)
+        self.used: set[str] = set()
+
+    def ready(self) -> list[tuple[EpisodeRecord, Prediction]]:
+        """Episodes not handed out yet whose prediction resolved, with their predictions, in resolution order."""
+        found = []
+        for path in self.paths:
+            if not path.exists() or (path.is_dir() and not any(path.glob("*.jsonl"))):
+                continue
+            for record in read_jsonl(path):
+                rid = resolution_id(record)
+                if rid is None or record.episode_id in self.used:
+                    continue
+                try:
+                    prediction = self.store.get(rid)
+                except UnknownPrediction:
+                    continue  # acted without a store, or the store was replaced: nothing to learn from
+                if prediction.state == "resolved":
+                    found.append((record, prediction))
+        return sorted(found, key=lambda pair: (pair[1].resolved_at, pair[0].episode_id))
+
+    def take(self, limit: int | None = None, *, now: float | None = None) -> tuple[list[EpisodeRecord], dict[str, Any]]:
+        """Up to ``limit`` backfilled records (oldest resolution first) and the batch's lag metrics."""
+        pairs = self.ready()[:limit]
+        now = time.time() if now is None else now
+        records = [backfill(record, prediction) for record, prediction in pairs]
+        self.used.update(r.episode_id for r in records)
+        lags = [now - p.created_at for _, p in pairs]
+        waits = [p.resolved_at - p.created_at for _, p in pairs]
+        metrics: dict[str, Any] = {"replay/episodes": len(records)}
+        if records:
+            metrics.update(
+                {
+                    "replay/lag_s_median": statistics.median(lags),
+                    "replay/lag_s_max": max(lags),
+                    "replay/resolve_wait_s_median": statistics.median(waits),
+                }
+            )
+        return records, metrics
+
+    def keep_pending(self, records: Sequence[EpisodeRecord]) -> int:
+        """Append the live records whose reward is pending to the first episode file (so a later step
+        replays them once resolved); how many were kept."""
+        pending = [r for r in records if resolution_id(r) is not None]
+        if pending:
+            with EpisodeStore(self._file()) as store:
+                for record in pending:
+                    store.add(record)
+        return len(pending)
+
+    def _file(self) -> Path:
+        path = self.paths[0]
+        return path / EPISODES_FILE if path.is_dir() or not path.suffix else path
+
+    def close(self) -> None:
+        self.store.close()

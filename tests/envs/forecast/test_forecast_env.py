@@ -1,0 +1,87 @@
+"""The forecast environment: tools, answers per kind, pending vs resolved mode, the store, the conformance suite."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+
+import agentenvs
+from agentenvs.predictions import PredictionStore
+from agentenvs.testing import check_text_env
+
+
+def _env_at(kind: str, **kwargs: object):
+    env = agentenvs.make("forecast", privileged=True, **kwargs)
+    task = next(t for t in env.tasks("test") if t["kind"] == kind)
+    env.reset(seed=0, options={"task_id": task["task_id"]})
+    return env, task
+
+
+def test_pending_episode_stores_the_prediction(tmp_path: Path) -> None:
+    store_path = tmp_path / "p.sqlite"
+    env, task = _env_at("binary", store=store_path)
+    _obs, reward, terminated, _, info = env.step("<answer>0.7</answer>")
+    assert terminated and reward == 0.0 and info["reward_pending"] is True and info["success"]
+    pred = PredictionStore(store_path).get(info["resolution_id"])
+    assert pred.state == "pending" and pred.forecast == 0.7 and pred.question_id == task["task_id"]
+    assert pred.payload["resolution_tick"] == task["resolution_tick"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "answer"),
+    [("binary", "0.3"), ("choice", "[0.2, 0.3, 0.5]"), ("numeric", "[80, 95, 110]")],
+)
+def test_resolved_mode_scores_at_once(kind: str, answer: str) -> None:
+    env, _task = _env_at(kind, mode="resolved")
+    _, reward, terminated, _, info = env.step(f"I think <answer>{answer}</answer>")
+    assert terminated and "reward_pending" not in info and 0.0 <= reward <= 1.0
+    assert info["score"] == reward and ("brier" in info["metrics"] or "crps" in info["metrics"])
+
+
+def test_bad_answers_get_feedback_and_the_episode_goes_on() -> None:
+    env, _ = _env_at("binary")
+    for bad in ["<answer>1.4</answer>", "<answer>NaN</answer>", "<answer>yes</answer>", "look around"]:
+        obs, reward, terminated, _, info = env.step(bad)
+        assert not terminated and info["action_valid"] is False and reward == 0.0
+    env, _ = _env_at("choice")
+    obs, *_ = env.step('<answer>{"wheat index": 1.0}</answer>')
+    assert "each option" in obs
+
+
+def test_search_only_shows_news_published_by_the_open_tick() -> None:
+    env, task = _env_at("binary")
+    obs, *_ = env.step("search[tick]")
+    ticks = [int(line.split("tick ")[1].split(":")[0]) for line in obs.splitlines()[1:]]
+    assert ticks and max(ticks) <= task["open_tick"]
+    item = obs.splitlines()[1].split("]")[0][1:]
+    assert env.step(f"read[{item}]")[0].startswith("Tick")
+
+
+def test_user_question_file(tmp_path: Path) -> None:
+    rows = [
+        {"question_id": "q1", "question": "Rain tomorrow?", "kind": "binary", "criteria": "Rain gauge > 1mm.",
+         "close_date": "2027-01-01", "background": ["The forecast says rain is likely."], "outcome": 1},
+        {"question_id": "q2", "question": "Who wins?", "kind": "choice", "options": ["A", "B"],
+         "criteria": "Official result.", "close_date": "2027-02-01"},
+    ]  # fmt: skip
+    path = tmp_path / "q.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    env = agentenvs.make("forecast", questions=path, mode="resolved")
+    assert env.splits() == {"custom": 2}
+    env.reset(seed=0, options={"split": "custom", "task_id": "q1"})
+    assert "rain is likely" in env.step("search[rain]")[0] or "bg-0" in env.step("search[rain]")[0]
+    _, reward, *_ = env.step("<answer>0.8</answer>")
+    assert reward == pytest.approx(1 - 0.04)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"question_id": "x", "kind": "binary"}) + "\n")
+    with pytest.raises(agentenvs.errors.InvalidArgument, match="missing"):
+        agentenvs.make("forecast", questions=bad)
+
+
+@pytest.mark.slow
+def test_conformance() -> None:
+    report = check_text_env(functools.partial(agentenvs.make, "forecast"), max_steps=8, fuzz_examples=20)
+    assert "cross_process" in report.passed
