@@ -31,6 +31,12 @@ The list of admissible commands is given when available. You have at most {max_t
 Write your reasoning if you like, then the command inside <action>...</action>, e.g. <action>go north</action>."""
 
 
+def engine_command(action: str) -> str:
+    """The action as one line of printable ASCII: the Z-machine reads a line, and a NUL or other
+    control character sent through jericho makes it wait for input forever."""
+    return " ".join("".join(c if " " <= c <= "~" else " " for c in action).split())
+
+
 class TextWorldEnv(TextEnv):
     """TextWorld games: ``score`` is points / max points each step; ``success`` on a win."""
 
@@ -77,7 +83,7 @@ class TextWorldEnv(TextEnv):
         return self._observe(state, None)
 
     def _step(self, action: str) -> Transition:
-        command = action.strip()
+        command = engine_command(action)
         valid = command.lower() in self._admissible
         with ENGINE_LOCK:
             state, points, done = self._engine.step(command)

@@ -124,6 +124,7 @@ def _generate_here(family: str, level: int, kind: str, seed: int, folder: Path) 
         raise RuntimeError("TextWorld games are generated with PYTHONHASHSEED=0 (see games.generate)")
     import textworld
     from textworld.challenges import CHALLENGES
+
     options = textworld.GameOptions()
     options.seeds = seed
     options.path = str(folder / "game.z8")

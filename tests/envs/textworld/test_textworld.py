@@ -59,6 +59,20 @@ def test_the_privileged_walkthrough_is_the_panel_rows_and_replays_to_a_win():
         env.close()
 
 
+def test_control_characters_reach_the_engine_as_spaces_and_never_hang_it():
+    env = agentenvs.make("textworld")
+    try:
+        env.reset(seed=0, options={"split": "demo", "task_id": DEMO[0]["task_id"]})
+        looked, *_ = env.step("look")
+        observation, _, _, _, info = env.step("\x00lo\tok\n")  # jericho waits forever on a NUL
+        assert info["action_valid"] is False and observation != ""
+        observation, _, _, _, info = env.step("\x00 look \x1b")
+        room = observation.rsplit("=-", 1)[0]  # the status line after it counts moves
+        assert info["action_valid"] is True and room == looked.rsplit("=-", 1)[0]
+    finally:
+        env.close()
+
+
 def test_a_command_that_is_not_admissible_changes_nothing_and_says_so():
     env = agentenvs.make("textworld")
     try:
