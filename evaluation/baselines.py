@@ -80,6 +80,9 @@ PLANS: dict[str, tuple[Planned, ...]] = {
         Planned("alfworld", "smollm2", k=1, limit=12, split="valid_unseen", max_turns=20, sampling=SMOLLM2),
         Planned("sciworld", "random", k=2, limit=30, max_turns=50, env_kwargs={"admissible_actions": True}),
         Planned("sciworld", "expert", k=1, limit=None),
+        Planned("textworld", "random", k=2, limit=None, split="test"),
+        Planned("textworld", "expert", k=1, limit=None, split="test"),
+        Planned("textworld", "smollm2", k=1, limit=12, split="test", max_turns=20, sampling=SMOLLM2),
         *FORECAST,
     ),
     "demo": (

@@ -46,7 +46,9 @@ def user_data_dir() -> str | None:
     return os.environ.get("ALFWORLD_DATA") or None
 
 
-_ENGINE_LOCK = threading.RLock()
+ENGINE_LOCK = threading.RLock()
+"""Held around calls into TextWorld, whose parsers (tatsu) and fast-downward's translator are shared by
+every game in the process and not thread-safe; the textworld environment holds it too."""
 
 
 def import_alfworld() -> None:
@@ -54,7 +56,7 @@ def import_alfworld() -> None:
     unset, it points into the agentenvs cache for the import only, and the environment is put back."""
     if "alfworld" in sys.modules:
         return
-    with _ENGINE_LOCK:
+    with ENGINE_LOCK:
         previous = os.environ.get("ALFWORLD_DATA")
         os.environ["ALFWORLD_DATA"] = previous or str(cache_dir() / "alfworld_data")
         try:
@@ -89,7 +91,7 @@ class _MemoisedTranslator:
         found = self._memo.get(key)
         if found is not None:
             return found
-        with _ENGINE_LOCK:
+        with ENGINE_LOCK:
             if key in self._memo:
                 return self._memo[key]
             argv = list(sys.argv)
@@ -114,7 +116,7 @@ class _MemoisedParser:
         kwargs.pop("trace", None)
         key = (*args, *sorted(kwargs.items()))
         if key not in self._memo:
-            with _ENGINE_LOCK:  # tatsu's parser object is shared and not thread-safe
+            with ENGINE_LOCK:  # tatsu's parser object is shared and not thread-safe
                 if key not in self._memo:
                     self._memo[key] = self._parse(*args, **kwargs)
         return deepcopy(self._memo[key])
@@ -162,16 +164,16 @@ class AlfredEngine:
         """Load a ``game.tw-pddl`` file; a no-op when that path is the loaded one, so callers name
         game files by content (the cache does) or never rewrite them (official data)."""
         if game_path != self._loaded:
-            with _ENGINE_LOCK:
+            with ENGINE_LOCK:
                 self.env.load(game_path)
             self._loaded = game_path
 
     def reset(self) -> Any:
-        with _ENGINE_LOCK:  # TextWorld's parsers and fast-downward's translator are shared, not thread-safe
+        with ENGINE_LOCK:  # TextWorld's parsers and fast-downward's translator are shared, not thread-safe
             return self.env.reset()
 
     def step(self, command: str) -> tuple[Any, float, bool]:
-        with _ENGINE_LOCK:
+        with ENGINE_LOCK:
             return self.env.step(command)
 
     def close(self) -> None:
