@@ -3,10 +3,16 @@
 A panel row names a game by family, level, held-out kind and seed; :func:`materialise` builds it once
 into ``$XDG_CACHE_HOME/agentenvs/textworld/games/v1/`` and checks it against the row's sha256.
 
-Two measures make a game the same on every machine:
+Three measures make a game the same on every machine:
 
 - generation runs in a child process with ``PYTHONHASHSEED=0``: TextWorld's generator iterates sets of
   strings, whose order depends on the hash seed;
+- directory order, which differs between filesystems and installs, is kept out: the child reads
+  TextWorld's logic and grammar files in name order (TextWorld globs them unsorted), and Inform 7,
+  whose output follows the order it lists its ``Languages`` folder in, compiles from a home that holds
+  English alone; the child runs in an empty folder, so a caller's ``./textworld_data`` cannot replace
+  the built-in data, and ``game.json`` records TextWorld's grammar folder relative to the package,
+  not where this machine installed it;
 - the Z-machine header carries a serial number that Inform 7 sets to the compile date (bytes 18-23),
   so the game's digest leaves those six bytes out (:func:`game_digest`).
 """
@@ -26,6 +32,8 @@ from typing import Any
 from agentenvs.errors import InvalidArgument, PanelIntegrityError
 
 GENERATOR_VERSION = "1"
+GRAMMAR_FOLDER = "textworld/generator/data/text_grammars"
+"""Where ``game.json`` says the grammar files are: inside the textworld package, wherever it is installed."""
 SERIAL = slice(18, 24)
 """The Z-machine header's serial number (the compile date as YYMMDD)."""
 
@@ -90,10 +98,6 @@ def cache_dir() -> Path:
     return Path(root) / "agentenvs" / "textworld"
 
 
-def game_name(task: dict[str, Any]) -> str:
-    return f"{task['task_id']}-s{task['seed']}"
-
-
 def game_digest(folder: Path) -> str:
     """sha256 of the game (``game.z8`` less its compile-date serial, then ``game.json``)."""
     story = bytearray((folder / "game.z8").read_bytes())
@@ -103,16 +107,22 @@ def game_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def game_folder(task: dict[str, Any]) -> Path:
+    """Where a panel row's game is cached: ``games/v{GENERATOR_VERSION}/{task id}-s{seed}``."""
+    return cache_dir() / "games" / f"v{GENERATOR_VERSION}" / f"{task['task_id']}-s{task['seed']}"
+
+
 def regenerate_command(task: dict[str, Any]) -> str:
     return f"agentenvs tasks build textworld --task {task['task_id']} --force"
 
 
 def generate(family: str, level: int, kind: str, seed: int, folder: Path) -> dict[str, Any]:
     """Build one game into ``folder`` (``game.z8``, ``game.json``) in a child process; its summary."""
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _mkdir(folder.resolve())
     environment = {**os.environ, "PYTHONHASHSEED": "0"}
     command = [sys.executable, "-m", "agentenvs.envs.textworld.games", family, str(level), kind, str(seed), str(folder)]
-    done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+    with tempfile.TemporaryDirectory(prefix="agentenvs-textworld-cwd-") as empty:
+        done = subprocess.run(command, env=environment, cwd=empty, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"generating {family} level {level} seed {seed} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -122,6 +132,7 @@ def _generate_here(family: str, level: int, kind: str, seed: int, folder: Path) 
     """The child's work: TextWorld's challenge ``make`` and ``compile_game`` (needs ``PYTHONHASHSEED=0``)."""
     if os.environ.get("PYTHONHASHSEED") != "0":
         raise RuntimeError("TextWorld games are generated with PYTHONHASHSEED=0 (see games.generate)")
+    _read_data_files_in_name_order()
     import textworld
     from textworld.challenges import CHALLENGES
 
@@ -132,14 +143,48 @@ def _generate_here(family: str, level: int, kind: str, seed: int, folder: Path) 
     options.force_recompile = True
     _, make, _ = CHALLENGES[FAMILIES[family]["challenge"]]
     game = make(settings(family, level, kind), options)
-    textworld.generator.compile_game(game, options)
+    with tempfile.TemporaryDirectory(prefix="agentenvs-inform7-") as home:
+        os.environ["INFORM_HOME"] = str(_english_only_inform7(Path(home)))
+        textworld.generator.compile_game(game, options)
     (folder / "game.ni").unlink(missing_ok=True)
+    _record_grammar_folder_portably(folder / "game.json")
     summary = {"max_score": int(game.max_score), "walkthrough": list(game.walkthrough or [])}
     summary["walkthrough_wins"] = replay(folder / "game.z8", summary["walkthrough"]) == (True, summary["max_score"])
     if "ingredients" in game.metadata:  # cooking: the recipe, which the held-out splits keep out of train
         ingredients = game.metadata["ingredients"]
         summary["recipe"] = sorted([str(food), *sorted(map(str, steps))] for food, *steps in ingredients)
     return summary
+
+
+def _read_data_files_in_name_order() -> None:
+    """TextWorld globs its ``*.twl`` logic and ``*.twg`` grammar files unsorted: directory order, which
+    depends on the filesystem and the install, would change the knowledge base and so the game."""
+    import glob
+
+    unsorted = glob.glob
+    glob.glob = lambda *args, **kwargs: sorted(unsorted(*args, **kwargs))
+
+
+def _english_only_inform7(home: Path) -> Path:
+    """An Inform 7 home of links to TextWorld's own, whose ``Languages`` folder holds English alone."""
+    from textworld.generator.inform7.world2inform7 import I7_DEFAULT_PATH
+
+    installed = Path(os.environ.get("INFORM_HOME", I7_DEFAULT_PATH)) / "share" / "inform7"
+    inform7 = home / "share" / "inform7"
+    _mkdir(inform7 / "Internal" / "Languages")
+    (inform7 / "Compilers").symlink_to(installed / "Compilers")
+    for entry in (installed / "Internal").iterdir():
+        if entry.name != "Languages":
+            (inform7 / "Internal" / entry.name).symlink_to(entry)
+    (inform7 / "Internal" / "Languages" / "English").symlink_to(installed / "Internal" / "Languages" / "English")
+    return home
+
+
+def _record_grammar_folder_portably(path: Path) -> None:
+    """``game.json`` stores TextWorld's grammar folder as an absolute path; keep it package-relative."""
+    data = json.loads(path.read_text())
+    data["KB"]["text_grammars_path"] = GRAMMAR_FOLDER
+    path.write_text(json.dumps(data))
 
 
 def replay(path: Path, commands: list[str]) -> tuple[bool, int]:
@@ -158,7 +203,7 @@ def replay(path: Path, commands: list[str]) -> tuple[bool, int]:
 
 def materialise(task: dict[str, Any]) -> Path:
     """The ``game.z8`` of a panel row: built into the cache once, then checked against ``game_sha256``."""
-    folder = cache_dir() / "games" / f"v{GENERATOR_VERSION}" / game_name(task)
+    folder = game_folder(task)
     path = folder / "game.z8"
     if not path.is_file():
         scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=_mkdir(folder.parent)))

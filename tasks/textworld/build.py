@@ -10,7 +10,7 @@ import argparse
 import shutil
 
 from agentenvs import panels
-from agentenvs.envs.textworld.games import cache_dir, game_name, materialise
+from agentenvs.envs.textworld.games import cache_dir, game_folder, materialise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for task in tqdm(tasks, desc="textworld games"):
         if args.force:
-            shutil.rmtree(cache_dir() / "games" / "v1" / game_name(task), ignore_errors=True)
+            shutil.rmtree(game_folder(task), ignore_errors=True)
         materialise(task)
     print(f"{len(tasks)} games built and checked in {cache_dir() / 'games'}")
     return 0

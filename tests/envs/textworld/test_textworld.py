@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import agentenvs
-from agentenvs.envs.textworld.games import cache_dir, game_name, materialise, settings
+from agentenvs.envs.textworld.games import game_folder, materialise, settings
 from agentenvs.errors import InvalidArgument, PanelIntegrityError
 from agentenvs.panels import load_panel
 from agentenvs.tasks.textworld import build
@@ -110,7 +110,8 @@ def test_a_corrupt_cached_game_names_the_file_and_the_command_that_rebuilds_it(t
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     task = DEMO[2]
     path = materialise(task)  # a fresh cache: the game is generated here and matches the panel's sha256
-    assert path.parent == cache_dir() / "games" / "v1" / game_name(task)
+    assert path.parent == game_folder(task)
+    assert path.parent.parent.name == "v1" and path.parent.name == f"{task['task_id']}-s{task['seed']}"
     path.write_bytes(path.read_bytes()[:4096])
     with pytest.raises(PanelIntegrityError) as caught:
         materialise(task)
