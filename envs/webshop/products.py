@@ -155,14 +155,20 @@ def load(folder: Path, num_products: int | None = None) -> Catalogue:
         raise CatalogueError(f"{products_path} must hold a JSON list of products")
     attributes_path, reviews_path = find(folder, "attributes"), find(folder, "reviews")
     attributes = read_json(attributes_path) if attributes_path else {}
-    reviews = {r["asin"]: r for r in read_json(reviews_path)} if reviews_path else {}
+    reviews = read_json(reviews_path) if reviews_path else []
+    return from_records(raw_products[:num_products], attributes, reviews, str(products_path))
+
+
+def from_records(raw_products: list[Any], attributes: dict[str, Any], reviews: list[Any], source: str) -> Catalogue:
+    """A catalogue from the three files' contents (``source`` names the products file in errors)."""
+    by_asin = {r["asin"]: r for r in reviews if isinstance(r, dict) and "asin" in r}
     products, seen = [], set()
-    for index, raw in enumerate(raw_products[:num_products]):
+    for index, raw in enumerate(raw_products):
         asin = str(raw.get("asin", "nan")) if isinstance(raw, dict) else None
         if asin == "nan" or (asin is not None and len(asin) > 10) or asin in seen:
             continue  # the original skips these too
         seen.add(asin)
-        products.append(load_product(raw, f"{products_path} record {index}", attributes, reviews))
+        products.append(load_product(raw, f"{source} record {index}", attributes, by_asin))
     if not products:
-        raise CatalogueError(f"{products_path} holds no usable product")
+        raise CatalogueError(f"{source} holds no usable product")
     return Catalogue(products)

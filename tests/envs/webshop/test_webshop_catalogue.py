@@ -9,69 +9,16 @@ from math import prod
 from pathlib import Path
 
 import pytest
+from webshop_official_sample import OFFICIAL_HUMAN, OFFICIAL_RECORDS, write_official
 
 from agentenvs.envs.webshop import catalogue, goals, products
 from agentenvs.envs.webshop.reward import get_reward, normalize_color
 from agentenvs.envs.webshop.vocabulary import TYPES
 
-OFFICIAL_RECORDS = [
-    {
-        "asin": "B07XJ8C8F5",
-        "category": "fashion",
-        "query": " Men's Shirts ",
-        "name": "Classic Oxford Shirt, Long Sleeve",
-        "product_category": "Clothing, Shoes & Jewelry › Men › Clothing › Shirts › Casual Button-Down Shirts",
-        "full_description": "A button-down oxford shirt.",
-        "small_description": "Machine wash",
-        "pricing": "$14.00 - $22.00",
-        "customization_options": {"Color": [{"value": "Black/White ", "image": "x.jpg"}], "Size": None},
-        "images": ["x.jpg"],
-        "brand": "Acme",
-    },
-    {
-        "asin": "B000SHAMPO",
-        "category": "beauty",
-        "query": "shampoo",
-        "name": "Tea Tree Shampoo",
-        "product_category": "Beauty & Personal Care › Hair Care › Shampoo & Conditioner",
-        "full_description": "",
-        "small_description": ["Sulfate free", "For dry scalp"],
-        "pricing": "$12.99",
-        "customization_options": {"Size": [{"value": "8 fl oz"}, {"value": "16 fl oz"}]},
-        "images": [],
-    },
-    {"asin": "nan", "name": "skipped by the original"},
-    {"asin": "B000SHAMPO", "name": "a duplicate, skipped by the original"},
-]
-OFFICIAL_ATTRIBUTES = {
-    "B000SHAMPO": {
-        "attributes": ["sulfate free", "tea tree"],
-        "instruction": "i need a sulfate free shampoo",
-        "instruction_attributes": ["sulfate free"],
-    }
-}
-OFFICIAL_HUMAN = {
-    "B000SHAMPO": [
-        {
-            "instruction": "I want tea tree shampoo.",
-            "instruction_attributes": ["tea tree"],
-            "instruction_options": ["8 fl oz"],
-        },
-        {"instruction": "no attributes: skipped", "instruction_attributes": [], "instruction_options": []},
-    ]
-}
-
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> products.Catalogue:
     return products.load(catalogue.write(tmp_path_factory.mktemp("catalogue"), 500, 3))
-
-
-def write_official(folder: Path) -> Path:
-    (folder / "items_shuffle_1000.json").write_text(json.dumps(OFFICIAL_RECORDS))
-    (folder / "items_ins_v2_1000.json").write_text(json.dumps(OFFICIAL_ATTRIBUTES))
-    (folder / "items_human_ins.json").write_text(json.dumps(OFFICIAL_HUMAN))
-    return folder
 
 
 def test_the_catalogue_is_the_same_for_a_seed_and_another_for_another_seed():
