@@ -83,6 +83,10 @@ PLANS: dict[str, tuple[Planned, ...]] = {
         Planned("textworld", "random", k=2, limit=None, split="test"),
         Planned("textworld", "expert", k=1, limit=None, split="test"),
         Planned("textworld", "smollm2", k=1, limit=12, split="test", max_turns=20, sampling=SMOLLM2),
+        Planned("webshop", "random", k=2, limit=None, split="test"),
+        Planned("webshop", "expert", k=1, limit=None, split="test"),
+        Planned("webshop", "expert", k=1, limit=None, split="test_heldout"),
+        Planned("webshop", "smollm2", k=1, limit=12, split="test", sampling=SMOLLM2),
         *FORECAST,
     ),
     "demo": (

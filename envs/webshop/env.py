@@ -142,8 +142,8 @@ class WebShopEnv(TextEnv):
         if action_valid is False:
             self._invalid += 1
         admissible = [f"click[{text}]" for text in browser.clickables()]
-        if browser.page == "search":
-            admissible.insert(0, "search[<keywords>]")
+        if browser.page == "search":  # any search[...] is accepted; the instruction is the obvious one
+            admissible.insert(0, f"search[{self._task['goal']['instruction_text'].lower()}]")
         info: dict[str, Any] = {
             "admissible_actions": admissible if browser.page != "done" else [],
             "anchor": text_hash(self._task["task_id"] + browser.state_key()),

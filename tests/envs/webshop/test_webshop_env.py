@@ -46,7 +46,7 @@ def test_pages_read_as_the_originals_text_and_reward_waits_for_buy_now(env):
     observation, info = env.reset(seed=0, options={"split": "test", "task_id": "webshop-test-0000"})
     goal = env.task["goal"]
     assert observation == f"WebShop [SEP] Instruction: [SEP] {goal['instruction_text']} [SEP] Search"
-    assert info["score"] == 0.0 and info["admissible_actions"] == ["search[<keywords>]"]
+    assert info["score"] == 0.0 and info["admissible_actions"] == [f"search[{goal['instruction_text'].lower()}]"]
     observation, reward, *_, info = env.step(f"search[{goal['query']}]")
     assert observation.startswith(f"Instruction: [SEP] {goal['instruction_text']} [SEP] Back to Search [SEP] Page 1")
     assert "click[next >]" in info["admissible_actions"] and "click[< prev]" not in info["admissible_actions"]
