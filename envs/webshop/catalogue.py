@@ -8,17 +8,27 @@ download of the real data, so the generated and the official catalogue take one 
 
 from __future__ import annotations
 
+import hashlib
 import json
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agentenvs import panels
 from agentenvs.envs.webshop.vocabulary import BRANDS, DESCRIPTORS, TYPES
+from agentenvs.errors import PanelIntegrityError
+
+if TYPE_CHECKING:
+    from agentenvs.envs.webshop.products import Catalogue
 from agentenvs.seeding import rng_for
 
 CATEGORIES = tuple(TYPES)
 """WebShop's five categories: beauty, electronics, fashion, food, furniture."""
+
+CATALOGUE = {"products": 10000, "seed": 0}
+"""The default catalogue the panels are frozen on."""
 
 FILES = {"products": "items_shuffle.json", "attributes": "items_ins_v2.json", "reviews": "reviews.json"}
 REVIEW_WORDS = [
@@ -113,3 +123,23 @@ def write(folder: Path, n_products: int, seed: int) -> Path:
     for key, content in generate(n_products, seed).items():
         (folder / FILES[key]).write_text(json.dumps(content))
     return folder
+
+
+def catalogue_digest(records: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def default_catalogue(verify: bool = True) -> Catalogue:
+    """The generated catalogue the panels were made on, checked against the manifest's sha256."""
+    records = generate(CATALOGUE["products"], CATALOGUE["seed"])
+    if verify:
+        recorded = panels.read_manifest("webshop").get("catalogue_sha256")
+        if recorded != catalogue_digest(records):
+            raise PanelIntegrityError(
+                "the generated WebShop catalogue differs from the one the panels were frozen on "
+                f"(manifest sha256 {recorded}); regenerate: python -m agentenvs.tasks.webshop.generate"
+            )
+    from agentenvs.envs.webshop.products import from_records
+
+    return from_records(records["products"], records["attributes"], records["reviews"], "the generated catalogue")

@@ -43,7 +43,7 @@ e.g. <action>search[tea tree shampoo]</action>."""
 @lru_cache(maxsize=4)
 def search_engine(data_dir: str | None, num_products: int | None) -> ProductSearch:
     """One catalogue and its index per process, shared by every environment on it."""
-    from agentenvs.tasks.webshop.generate import default_catalogue
+    from agentenvs.envs.webshop.catalogue import default_catalogue
 
     if data_dir is None:
         return ProductSearch(default_catalogue())

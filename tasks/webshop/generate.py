@@ -1,7 +1,7 @@
 """Freeze WebShop's goal panels: ``python -m agentenvs.tasks.webshop.generate``.
 
-The default catalogue is generated from ``CATALOGUE`` (10,000 products, seed 0); its sha256 goes into
-the manifest, and :func:`default_catalogue` checks it wherever the panels are played. Goals are the
+The default catalogue is ``catalogue.CATALOGUE`` (10,000 products, seed 0); its sha256 goes into the
+manifest, and ``catalogue.default_catalogue`` checks it wherever the panels are played. Goals are the
 original's synthetic goals over it (one per option combination, seeded price limits), split by
 product: no test product is a train goal's product. ``test_heldout`` holds goals of a category that
 no other split has (furniture), for generalisation to an unseen category.
@@ -10,42 +10,20 @@ no other split has (furniture), for generalisation to an unseen category.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-from functools import lru_cache
 from typing import Any
 
 from agentenvs import panels
 from agentenvs.envs.webshop import catalogue
+from agentenvs.envs.webshop.catalogue import CATALOGUE, catalogue_digest
 from agentenvs.envs.webshop.goals import synthetic_goals
-from agentenvs.envs.webshop.products import Catalogue, from_records
-from agentenvs.errors import PanelIntegrityError
+from agentenvs.envs.webshop.products import from_records
 from agentenvs.seeding import rng_for
 
 GENERATOR_VERSION = "1"
-CATALOGUE = {"products": 10000, "seed": 0}
 SEED = 20261207
 HELD_OUT_CATEGORY = "furniture"
 SIZES = {"train": 3000, "dev": 300, "test": 500, "demo": 5}
 HELD_OUT_SIZE = 200
-
-
-def catalogue_digest(records: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
-
-
-@lru_cache(maxsize=1)
-def default_catalogue(verify: bool = True) -> Catalogue:
-    """The generated catalogue the panels were made on, checked against the manifest's sha256."""
-    records = catalogue.generate(CATALOGUE["products"], CATALOGUE["seed"])
-    if verify:
-        recorded = panels.read_manifest("webshop").get("catalogue_sha256")
-        if recorded != catalogue_digest(records):
-            raise PanelIntegrityError(
-                "the generated WebShop catalogue differs from the one the panels were frozen on "
-                f"(manifest sha256 {recorded}); regenerate: python -m agentenvs.tasks.webshop.generate"
-            )
-    return from_records(records["products"], records["attributes"], records["reviews"], "the generated catalogue")
 
 
 def split_goals(goals: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
