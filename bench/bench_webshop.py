@@ -19,6 +19,7 @@ from common import RESULTS, play_concurrently, summarize, timed, write_result  #
 
 import agentenvs
 from agentenvs.envs.webshop import catalogue, goals
+from agentenvs.envs.webshop.env import search_engine
 from agentenvs.envs.webshop.products import from_records
 from agentenvs.envs.webshop.reward import fuzzy_score, get_reward
 from agentenvs.envs.webshop.search import ProductSearch
@@ -37,7 +38,7 @@ def latency(episodes: int) -> dict:
             action = info["privileged"]["expert_action"]
             (_, _, _, _, info), took = timed(env.step, action)
             (searches if action.startswith("search[") else steps).append(took)
-    engine = env._browser.engine
+    engine = search_engine(None, None)  # the process's engine the environment played on
     rng = np.random.default_rng(0)
     bm25 = [timed(engine.search, task["goal"]["query"].split(" "), rng)[1] for task in env.tasks("test")[:episodes]]
     env.close()

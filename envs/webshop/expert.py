@@ -18,12 +18,11 @@ def wanted_options(product: dict[str, Any], goal_options: list[str] | dict[str, 
     """Option name -> the product's value the goal asks for (a listed goal option: the closest value)."""
     if isinstance(goal_options, dict):
         return {name: value for name, value in goal_options.items() if value in product["options"].get(name, [])}
+    pairs = [(name, value) for name, values in product["options"].items() for value in values]
     chosen = {}
-    for wanted in goal_options:
-        pairs = [(name, value) for name, values in product["options"].items() for value in values]
-        if pairs:
-            name, value = max(pairs, key=lambda pair: (pair[1] == wanted, fuzzy_score(pair[1], wanted)))
-            chosen[name] = value
+    for wanted in goal_options if pairs else []:
+        name, value = max(pairs, key=lambda pair: (pair[1] == wanted, fuzzy_score(pair[1], wanted)))
+        chosen[name] = value
     return chosen
 
 
