@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "new-env": ("agentenvs.scaffold", "write a new environment's skeleton that passes the conformance suite"),
     "tasks": ("agentenvs.tasks.cli", "build task datasets: agentenvs tasks build shellops --repo PATH --n N --out DIR"),
     "serve": ("agentenvs.servers.cli", "serve environments over HTTP (protocol v1)"),
+    "index": ("agentenvs.retrieval.cli", "build a retriever index (bm25, dense, hybrid) from a Search-R1 corpus"),
+    "serve-retriever": ("agentenvs.servers.retriever_cli", "serve Search-R1's /retrieve API over an index folder"),
     "rollout": ("agentenvs.rollout.cli", "run episodes with a policy and write episode records"),
     "eval": ("agentenvs.evaluation.cli", "evaluate a policy on a panel and write versioned results"),
     "leaderboard": ("agentenvs.evaluation.cli", "build the leaderboard pages from results"),

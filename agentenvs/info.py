@@ -25,13 +25,18 @@ INFO_TYPES: dict[str, type | tuple[type, ...]] = {
     "resolution_id": str,
     "failure_cause": str,
     "parsed_action": dict,
+    "search_count": int,
+    "valid_search_count": int,
+    "retrieved_ids": list,
 }
 """Every key an ``info`` dict may hold, with its type. A key that does not apply is absent.
 
 ``score`` (progress so far, in [0, 1]) and ``anchor`` are on every info, reset's included;
 ``anchor`` identifies the state: equal anchors mean the same state, whatever the path to it;
 ``parsed_action`` the structure of the last action where the environment parses a grammar (shellops:
-the programs, pipes, redirections and operators of a shell command)."""
+the programs, pipes, redirections and operators of a shell command); ``search_count``,
+``valid_search_count`` and ``retrieved_ids`` the searches of the episode so far, those that reached
+the retriever, and the ids of the passages the last one returned (search-QA)."""
 
 PRIVILEGED_TYPES: dict[str, type | tuple[type, ...]] = {
     "expert_plan": list,
@@ -41,13 +46,20 @@ PRIVILEGED_TYPES: dict[str, type | tuple[type, ...]] = {
     "arm_stds": list,
     "task_params": dict,
     "gold_answer": str,
+    "golden_answers": list,
+    "supporting_ids": list,
+    "sub_queries": list,
+    "baseline_actions": dict,
 }
 """Every key ``info['privileged']`` may hold (docs/contract.md#privileged-keys): ``expert_plan`` the
 commands an expert would play from this state to solve the task; ``expert_action`` its next command;
 ``best_arm`` the index, in ``admissible_actions``, of the action with the highest expected payoff;
 ``arm_means``/``arm_stds`` each action's hidden payoff mean and standard deviation, in that order;
 ``task_params`` the hidden parameters the task was built with (their names are the environment's);
-``gold_answer`` the answer the task is scored against (question answering, prediction)."""
+``gold_answer`` the answer the task is scored against (question answering, prediction);
+``golden_answers`` every answer that scores (search-QA), ``supporting_ids`` the passages that hold the
+facts, ``sub_queries`` one golden query per hop; ``baseline_actions`` the next action of each named
+reference baseline (``baseline:NAME`` policies)."""
 
 END_REASONS = ("success", "failure", "max_turns", "error")
 """The values of ``info['end_reason']``."""

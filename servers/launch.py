@@ -72,22 +72,36 @@ def launch_server(
 ) -> ServerProcess:
     """Start ``agentenvs serve --env ... --port 0`` on 127.0.0.1 and return once it is healthy.
 
+    ``envs`` items are ``NAME`` or ``NAME=module:Class``; ``extra_args`` go to the command line as they are.
+    """
+    command = ["serve", "--workers", str(workers)]
+    for env in envs:
+        command += ["--env", env]
+    if token is not None:
+        command += ["--token", token]
+    return launch([*command, *extra_args], env_vars=env_vars, timeout=timeout)
+
+
+def launch_retriever(index_dir: str | Path, *, extra_args: Sequence[str] = (), timeout: float = 120.0) -> ServerProcess:
+    """Start ``agentenvs serve-retriever --index DIR --port 0`` on 127.0.0.1 and return once it is healthy."""
+    return launch(["serve-retriever", "--index", str(index_dir), *extra_args], timeout=timeout)
+
+
+def launch(
+    arguments: Sequence[str], *, env_vars: dict[str, str] | None = None, timeout: float = 60.0
+) -> ServerProcess:
+    """Start ``agentenvs ARGUMENTS --host 127.0.0.1 --port 0 --port-file F`` and wait for ``/healthz``.
+
     Its port file and log live in a scratch folder under ``$XDG_CACHE_HOME/agentenvs/serve/``, removed by
-    :meth:`ServerProcess.stop`. ``envs`` items are ``NAME`` or ``NAME=module:Class``; ``extra_args`` go to
-    the command line as they are.
+    :meth:`ServerProcess.stop`.
     """
     scratch = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentenvs" / "serve"
     scratch.mkdir(parents=True, exist_ok=True)
     workdir = tempfile.TemporaryDirectory(prefix="run-", dir=scratch)
     port_file = Path(workdir.name) / "port.json"
     log_path = Path(workdir.name) / "server.log"
-    command = [sys.executable, "-m", "agentenvs.cli", "serve", "--host", "127.0.0.1", "--port", "0"]
-    command += ["--workers", str(workers), "--port-file", str(port_file)]
-    for env in envs:
-        command += ["--env", env]
-    if token is not None:
-        command += ["--token", token]
-    command += list(extra_args)
+    command = [sys.executable, "-m", "agentenvs.cli", *arguments, "--host", "127.0.0.1", "--port", "0"]
+    command += ["--port-file", str(port_file)]
     environment = {**os.environ, **(env_vars or {})}
     environment.pop("AGENTENVS_TOKEN", None)
     with open(log_path, "wb") as log:

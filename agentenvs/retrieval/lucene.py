@@ -92,6 +92,22 @@ class LuceneBM25:
             hits = self._searcher.search(self._string(query), int(k))
             return [hit.docid for hit in hits]
 
+    def scored(self, queries: list[str], k: int, threads: int = 2) -> list[list[tuple[str, float]]]:
+        """``(id, score)`` of the ``k`` best documents for each query; several queries go through Anserini's
+        ``batch_search`` on ``threads`` Java threads."""
+        with self._lock:
+            if len(queries) == 1:
+                return [
+                    [(hit.docid, float(hit.score)) for hit in self._searcher.search(self._string(queries[0]), int(k))]
+                ]
+            array = autoclass("java.util.ArrayList")
+            texts, qids = array(), array()
+            for i, query in enumerate(queries):
+                texts.add(self._string(query))
+                qids.add(self._string(str(i)))
+            found = self._searcher.batch_search(texts, qids, int(k), int(threads))
+            return [[(hit.docid, float(hit.score)) for hit in found.get(str(i))] for i in range(len(queries))]
+
     def num_docs(self) -> int:
         with self._lock:
             return int(self._searcher.get_total_num_docs())
