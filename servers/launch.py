@@ -87,9 +87,7 @@ def launch_retriever(index_dir: str | Path, *, extra_args: Sequence[str] = (), t
     return launch(["serve-retriever", "--index", str(index_dir), *extra_args], timeout=timeout)
 
 
-def launch(
-    arguments: Sequence[str], *, env_vars: dict[str, str] | None = None, timeout: float = 60.0
-) -> ServerProcess:
+def launch(arguments: Sequence[str], *, env_vars: dict[str, str] | None = None, timeout: float = 60.0) -> ServerProcess:
     """Start ``agentenvs ARGUMENTS --host 127.0.0.1 --port 0 --port-file F`` and wait for ``/healthz``.
 
     Its port file and log live in a scratch folder under ``$XDG_CACHE_HOME/agentenvs/serve/``, removed by

@@ -117,7 +117,8 @@ def test_queries_out_of_range_are_refused(queries, topk, message):
 
 @pytest.mark.slow
 def test_index_command_builds_and_describes_a_folder(corpus_file, tmp_path, capsys):
-    assert main(["index", "build", "--corpus", str(corpus_file), "--backend", "bm25", "--out", str(tmp_path / "i")]) == 0
+    out = str(tmp_path / "i")
+    assert main(["index", "build", "--corpus", str(corpus_file), "--backend", "bm25", "--out", out]) == 0
     assert "indexed 4 passages (bm25)" in capsys.readouterr().out
     assert main(["index", "info", str(tmp_path / "i")]) == 0
     assert json.loads(capsys.readouterr().out)["documents"] == 4
