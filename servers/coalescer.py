@@ -1,9 +1,10 @@
 """Cross-request batching for a retriever: concurrent requests' queries are searched together.
 
-Handler threads :meth:`Coalescer.submit` their queries and wait; one searcher thread takes the first
-waiting request, then more until it holds ``max_batch`` queries or ``max_wait_s`` has passed, and
-searches them in one call (one encoder pass, one Anserini ``batch_search``). Admission is bounded: a
-request that would put more than ``max_pending`` queries in the queue is refused at once
+Handler threads :meth:`Coalescer.submit` their queries and wait; one searcher thread takes every
+waiting request (up to ``max_batch`` queries) and searches them in one call (one encoder pass, one
+Anserini ``batch_search``). While requests that have arrived are still being parsed, the batch waits
+for them, at most ``max_wait_s``; with nothing on its way it goes at once, so a lone client pays no wait.
+Admission is bounded: a request that would put more than ``max_pending`` queries in the queue is refused at once
 (:class:`AtCapacity`, a 429 on the wire) instead of waiting without bound.
 """
 
@@ -47,6 +48,7 @@ class Coalescer:
         )
         self._queue: queue.Queue[Pending | None] = queue.Queue()
         self._pending = 0
+        self._arriving = 0
         self._lock = threading.Lock()
         self.batches = 0
         self.batched_queries = 0
@@ -58,7 +60,9 @@ class Coalescer:
         return self._pending
 
     def submit(self, queries: list[str], k: int, timeout: float = 60.0) -> list[list[Hit]]:
+        """Search ``queries`` in the next batch; call :meth:`arriving` first when the request came in."""
         with self._lock:
+            self._arriving = max(0, self._arriving - 1)
             if self._pending + len(queries) > self.max_pending:
                 raise AtCapacity(
                     f"{self._pending} queries are queued (the limit is {self.max_pending}); retry after a second"
@@ -76,18 +80,34 @@ class Coalescer:
         self._queue.put(None)
         self._thread.join(timeout=5)
 
+    def arriving(self) -> None:
+        """A request has come in and will submit once parsed: a forming batch may wait for it."""
+        with self._lock:
+            self._arriving += 1
+
+    def departed(self) -> None:
+        """An arrived request will not submit (it was refused while parsed)."""
+        with self._lock:
+            self._arriving = max(0, self._arriving - 1)
+
     def _take(self) -> list[Pending] | None:
+        """The next batch: everything queued, plus (for at most ``max_wait_s``) the requests already arriving."""
         first = self._queue.get()
         if first is None:
             return None
         jobs, size = [first], len(first.queries)
         deadline = time.monotonic() + self.max_wait_s
         while size < self.max_batch:
-            remaining = deadline - time.monotonic()
             try:
-                job = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+                job = self._queue.get_nowait()
             except queue.Empty:
-                break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._arriving == 0:
+                    break
+                try:
+                    job = self._queue.get(timeout=min(remaining, 0.0005))
+                except queue.Empty:
+                    continue
             if job is None:
                 self._queue.put(None)
                 break

@@ -74,8 +74,15 @@ def create_app(retriever: Retriever, *, batching: bool = True, tokens: tuple[str
     @app.post("/retrieve")
     def retrieve() -> Response:
         started = time.perf_counter()
+        if batcher is not None:
+            batcher.arriving()
         try:
-            queries, topk, scores = parse_request()
+            try:
+                queries, topk, scores = parse_request()
+            except AgentEnvsError:
+                if batcher is not None:
+                    batcher.departed()
+                raise
             found = batcher.submit(queries, topk) if batcher else retriever.search(queries, topk)
         except AgentEnvsError as exc:
             metrics.inc("agentenvs_errors_total", (("code", exc.code),))
