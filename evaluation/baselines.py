@@ -68,6 +68,21 @@ FORECAST = (
 )
 """Oracle (the simulator's probability, as ``expert``), base rate, always 0.5, and SmolLM2 zero-shot."""
 
+SEARCHQA = (
+    Planned("searchqa", "expert", k=1, limit=None, split="test"),
+    Planned("searchqa", "baseline:no-search", k=1, limit=None, split="test"),
+    Planned(
+        "searchqa",
+        "smollm2",
+        k=1,
+        limit=12,
+        split="test",
+        sampling={**SMOLLM2, "stop": ["</search>", "</answer>"], "max_tokens": 48},
+    ),
+)
+"""The expert (golden sub-queries, answers read from the retrieved text), answering without searching,
+and SmolLM2 zero-shot, whose responses stop at Search-R1's closing tags."""
+
 PLANS: dict[str, tuple[Planned, ...]] = {
     "leaderboard": (
         Planned("bandit", "random", k=4, limit=None),
@@ -87,6 +102,7 @@ PLANS: dict[str, tuple[Planned, ...]] = {
         Planned("webshop", "expert", k=1, limit=None, split="test"),
         Planned("webshop", "expert", k=1, limit=None, split="test_heldout"),
         Planned("webshop", "smollm2", k=1, limit=12, split="test", sampling=SMOLLM2),
+        *SEARCHQA,
         *FORECAST,
     ),
     "demo": (

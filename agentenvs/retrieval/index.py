@@ -87,18 +87,23 @@ def build(
     if backend not in BACKENDS or dense not in DENSE_KINDS:
         raise InvalidArgument(f"backend must be one of {BACKENDS} and dense one of {DENSE_KINDS}")
     out = Path(out).resolve()
+    stages = _Stages(progress, ["read the corpus", "Lucene index" if backend != "dense" else None,
+                                "embed and index (faiss)" if backend != "bm25" else None])  # fmt: skip
     corpus = Corpus.load(corpus_file)
     digest = corpus_digest(corpus)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         _write_corpus(corpus, work / CORPUS)
+        stages.next()
         if backend in ("bm25", "hybrid"):
             build_index(corpus.records(), work / "lucene")
+            stages.next()
         if backend in ("dense", "hybrid"):
-            import_faiss().write_index(
-                dense_index(embeddings(corpus, digest, progress), dense), str(work / "dense.faiss")
-            )
+            vectors = embeddings(corpus, digest, progress)
+            import_faiss().write_index(dense_index(vectors, dense), str(work / "dense.faiss"))
+            stages.next()
+        stages.close()
         manifest = {
             "format": 1, "backend": backend, "documents": len(corpus), "corpus_sha256": digest,
             "dense": {"kind": dense, "encoder": ENCODER, "nprobe": IVF_NPROBE} if backend != "bm25" else None,
@@ -111,6 +116,28 @@ def build(
         return manifest
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+class _Stages:
+    """A progress bar over a build's stages (the embedding stage shows its own bar of batches)."""
+
+    def __init__(self, enabled: bool, names: list[str | None]):
+        self.names = [n for n in names if n]
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=len(self.names), desc=self.names[0], unit="stage", dynamic_ncols=True)
+
+    def next(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+            if self.bar.n < len(self.names):
+                self.bar.set_description(self.names[self.bar.n])
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _write_corpus(corpus: Corpus, path: Path) -> None:
