@@ -169,6 +169,12 @@ class SearchQAEnv(TextEnv):
             }
         return info
 
+    def close(self) -> None:
+        if self._retriever is not None and hasattr(self._retriever, "close"):  # a remote one's connections
+            self._retriever.close()
+        self._retriever = None
+        super().close()
+
     def _describe(self) -> dict[str, Any]:
         source = self.retriever_url or self.index_dir or (self.corpus or "tasks/searchqa/corpus.jsonl.gz (BM25)")
         return {"retriever": source, "topk": self.topk, "max_searches": self.max_searches}
