@@ -51,7 +51,6 @@ class Coalescer:
         self._arriving = 0
         self._lock = threading.Lock()
         self.batches = 0
-        self.batched_queries = 0
         self._thread = threading.Thread(target=self._run, name="retriever-batcher", daemon=True)
         self._thread.start()
 
@@ -131,6 +130,5 @@ class Coalescer:
             with self._lock:
                 self._pending -= len(queries)
                 self.batches += 1
-                self.batched_queries += len(queries)
             for job in jobs:
                 job.done.set()

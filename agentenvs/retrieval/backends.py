@@ -9,6 +9,7 @@ one forward pass (13 ms for one query on this machine, about 1.5 ms per query in
 from __future__ import annotations
 
 import os
+import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -94,8 +95,6 @@ class DenseRetriever(Retriever):
         if nprobe is not None:
             faiss.extract_index_ivf(self.index).nprobe = nprobe
         self.encoder = load_encoder()
-        import threading
-
         self._lock = threading.Lock()
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:

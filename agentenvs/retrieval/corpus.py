@@ -104,6 +104,11 @@ def check_queries(queries: object, topk: object) -> tuple[list[str], int]:
             raise InvalidArgument(f"query {i} is empty or not a string; send words to search for")
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidArgument(f"query {i} has {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
+    return queries, check_topk(topk)
+
+
+def check_topk(topk: object) -> int:
+    """``topk`` when it is an integer from 1 to :data:`MAX_TOPK`, else :class:`InvalidArgument`."""
     if isinstance(topk, bool) or not isinstance(topk, int) or not 1 <= topk <= MAX_TOPK:
         raise InvalidArgument(f'"topk" must be an integer from 1 to {MAX_TOPK}, got {topk!r}')
-    return queries, topk
+    return topk

@@ -9,6 +9,7 @@ destination and renamed into place, so a crashed build never leaves half an inde
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -38,13 +39,6 @@ DENSE_KINDS = ("flat", "ivf")
 MANIFEST = "retriever.json"
 CORPUS = "corpus.jsonl.gz"
 IVF_NPROBE = 16
-
-
-def corpus_digest(corpus: Corpus) -> str:
-    digest = hashlib.sha256()
-    for record in corpus.records():
-        digest.update(json.dumps(record, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n")
-    return digest.hexdigest()
 
 
 def rebuild_command(corpus: str, backend: str, dense: str, out: Path) -> str:
@@ -90,11 +84,10 @@ def build(
     stages = _Stages(progress, ["read the corpus", "Lucene index" if backend != "dense" else None,
                                 "embed and index (faiss)" if backend != "bm25" else None])  # fmt: skip
     corpus = Corpus.load(corpus_file)
-    digest = corpus_digest(corpus)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        _write_corpus(corpus, work / CORPUS)
+        digest = _write_corpus(corpus, work / CORPUS)
         stages.next()
         if backend in ("bm25", "hybrid"):
             build_index(corpus.records(), work / "lucene")
@@ -140,12 +133,15 @@ class _Stages:
             self.bar.close()
 
 
-def _write_corpus(corpus: Corpus, path: Path) -> None:
-    import gzip
-
-    with gzip.open(path, "wt", encoding="utf-8") as handle:
+def _write_corpus(corpus: Corpus, path: Path) -> str:
+    """Write the folder's copy of the corpus; returns the sha256 of its lines (the embedding cache's key)."""
+    digest = hashlib.sha256()
+    with gzip.open(path, "wb") as handle:
         for record in corpus.records():
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            line = json.dumps(record, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"
+            digest.update(line)
+            handle.write(line)
+    return digest.hexdigest()
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

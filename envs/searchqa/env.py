@@ -24,7 +24,7 @@ from agentenvs.envs.searchqa.expert import next_action, no_search_guess
 from agentenvs.envs.searchqa.protocol import INSTRUCTIONS, INVALID, first_tag, information, parse
 from agentenvs.errors import InvalidArgument
 from agentenvs.info import text_hash
-from agentenvs.retrieval.corpus import MAX_TOPK, format_passages
+from agentenvs.retrieval.corpus import check_topk, format_passages
 
 NO_SEARCHES_LEFT = "No searches left: give the final answer between <answer> and </answer>."
 _RETRIEVERS: dict[tuple[str, int], Any] = {}
@@ -69,8 +69,7 @@ class SearchQAEnv(TextEnv):
         privileged: bool = False,
         render_mode: str | None = None,
     ):
-        if isinstance(topk, bool) or not isinstance(topk, int) or not 1 <= topk <= MAX_TOPK:
-            raise InvalidArgument(f"topk must be an integer from 1 to {MAX_TOPK}, got {topk!r}")
+        check_topk(topk)
         if isinstance(max_searches, bool) or not isinstance(max_searches, int) or max_searches < 0:
             raise InvalidArgument(f"max_searches must be a non-negative integer, got {max_searches!r}")
         super().__init__(

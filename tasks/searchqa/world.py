@@ -110,15 +110,16 @@ def _people(rng: np.random.Generator, namer: Namer, count: int, cities: list[Ent
     """People; every seventh shares the name of an earlier one (another occupation, city and year), and
     namesakes get Wikipedia-style titles, ``Name (occupation)``."""
     drawn: list[tuple[str, str]] = []
+    occupations: dict[str, set[str]] = {}
     for i in range(count):
         if i % 7 == 6:
             name = drawn[int(rng.integers(len(drawn)))][0]
-            used = {o for n, o in drawn if n == name}
-            occupation = next(o for o in _shuffled(rng, OCCUPATIONS) if o not in used)
+            occupation = next(o for o in _shuffled(rng, OCCUPATIONS) if o not in occupations[name])
         else:
             name = namer.take(lambda: f"{namer.word(2)} {namer.word(int(rng.integers(2, 4)))}")
             occupation = OCCUPATIONS[int(rng.integers(len(OCCUPATIONS)))]
         drawn.append((name, occupation))
+        occupations.setdefault(name, set()).add(occupation)
     shared = {name for name, count in Counter(n for n, _ in drawn).items() if count > 1}
     people = []
     for i, (name, occupation) in enumerate(drawn):
