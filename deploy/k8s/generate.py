@@ -390,7 +390,7 @@ def retriever() -> list[dict[str, Any]]:
 
 def network_policy() -> dict[str, Any]:
     """Ingress to every agentenvs pod only from trainer pods (any namespace) and labelled metrics scrapers."""
-    ports = [{"protocol": "TCP", "port": PORT}, {"protocol": "TCP", "port": RETRIEVER_PORT}]
+    ports = [{"protocol": "TCP", "port": port} for port in sorted({PORT, RETRIEVER_PORT})]
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -405,6 +405,25 @@ def network_policy() -> dict[str, Any]:
                         {"namespaceSelector": {}, "podSelector": {"matchLabels": dict([SCRAPER_LABEL])}},
                     ],
                     "ports": ports,
+                }
+            ],
+        },
+    }
+
+
+def retriever_policy() -> dict[str, Any]:
+    """The searchqa servers may also reach the retriever (``make("searchqa", retriever_url=...)``)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "agentenvs-retriever-from-searchqa", "labels": labels("retriever")},
+        "spec": {
+            "podSelector": {"matchLabels": labels("retriever")},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"podSelector": {"matchLabels": labels("searchqa")}}],
+                    "ports": [{"protocol": "TCP", "port": RETRIEVER_PORT}],
                 }
             ],
         },
@@ -501,7 +520,7 @@ def files() -> dict[str, str]:
     """Every generated file, by its path relative to this folder."""
     out = {f"base/servers/{s.env}.yaml": _dump([deployment(s), *services(s), autoscaler(s)]) for s in SERVERS}
     out["base/retriever.yaml"] = _dump(retriever())
-    out["base/networkpolicy.yaml"] = _dump([network_policy()])
+    out["base/networkpolicy.yaml"] = _dump([network_policy(), retriever_policy()])
     out["base/namespace.yaml"] = _dump([namespace()])
     resources = ["namespace.yaml", *(f"servers/{s.env}.yaml" for s in SERVERS), "retriever.yaml", "networkpolicy.yaml"]
     out["base/kustomization.yaml"] = _dump([kustomization(resources)])

@@ -240,24 +240,39 @@ def reference_problems(docs: list[Doc]) -> list[str]:
             problems.append(f"HPA {name}: scales on {metrics}, not the Pods metric {GENERATE.METRIC}")
     if servers - scaled:
         problems.append(f"no HPA for {sorted(servers - scaled)}")
-    for name, policy in _named(docs, "NetworkPolicy").items():
-        unselected = [
-            d for d, labels in pod_labels.items() if not _selects(policy["spec"]["podSelector"]["matchLabels"], labels)
+    policies = _named(docs, "NetworkPolicy")
+    policy = policies.pop("agentenvs-trainer-only", None)
+    if policy is None:
+        return [*problems, "no NetworkPolicy agentenvs-trainer-only"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    unselected = [d for d, labels in pod_labels.items() if not _selects(selector, labels)]
+    if unselected:
+        problems.append(f"NetworkPolicy agentenvs-trainer-only: does not select {unselected}")
+    if policy["spec"].get("policyTypes") != ["Ingress"]:
+        problems.append("NetworkPolicy agentenvs-trainer-only: must restrict Ingress")
+    peers = [peer for rule in policy["spec"].get("ingress", []) for peer in rule.get("from", [])]
+    allowed = {tuple(p.get("podSelector", {}).get("matchLabels", {}).items()) for p in peers}
+    if (
+        not peers
+        or allowed - {(GENERATE.TRAINER_LABEL,), (GENERATE.SCRAPER_LABEL,)}
+        or any("ipBlock" in p for p in peers)
+    ):
+        problems.append(f"NetworkPolicy agentenvs-trainer-only: admits {peers}, more than the trainer and the scraper")
+    # any other policy only adds one server's pods as clients of another workload (searchqa -> retriever)
+    for name, extra in policies.items():
+        targets = [
+            d for d, labels in pod_labels.items() if _selects(extra["spec"]["podSelector"]["matchLabels"], labels)
         ]
-        if unselected:
-            problems.append(f"NetworkPolicy {name}: does not select {unselected}")
-        if policy["spec"].get("policyTypes") != ["Ingress"]:
-            problems.append(f"NetworkPolicy {name}: must restrict Ingress")
-        peers = [peer for rule in policy["spec"].get("ingress", []) for peer in rule.get("from", [])]
-        allowed = {tuple(p.get("podSelector", {}).get("matchLabels", {}).items()) for p in peers}
-        if (
-            not peers
-            or allowed - {(GENERATE.TRAINER_LABEL,), (GENERATE.SCRAPER_LABEL,)}
-            or any("ipBlock" in p for p in peers)
-        ):
-            problems.append(f"NetworkPolicy {name}: admits {peers}, more than the trainer and the metrics scraper")
-    if not _named(docs, "NetworkPolicy"):
-        problems.append("no NetworkPolicy")
+        sources = [
+            d
+            for rule in extra["spec"].get("ingress", [])
+            for peer in rule.get("from", [])
+            for d, labels in pod_labels.items()
+            if set(peer) == {"podSelector"} and _selects(peer["podSelector"].get("matchLabels", {}), labels)
+        ]
+        peers = [peer for rule in extra["spec"].get("ingress", []) for peer in rule.get("from", [])]
+        if len(targets) != 1 or len(sources) != len(peers) or not peers:
+            problems.append(f"NetworkPolicy {name}: must admit named agentenvs pods to one workload, got {peers}")
     return problems
 
 
@@ -337,6 +352,12 @@ REFERENCE_BREAKS: dict[str, Callable[[list[Doc]], None]] = {
     "NetworkPolicy open to all": lambda d: _named(d, "NetworkPolicy")["agentenvs-trainer-only"]["spec"]["ingress"][0][
         "from"
     ].append({"podSelector": {}}),
+    "retriever open to a namespace": lambda d: _named(d, "NetworkPolicy")["agentenvs-retriever-from-searchqa"]["spec"][
+        "ingress"
+    ][0]["from"].append({"namespaceSelector": {}}),
+    "retriever open to every pod": lambda d: _named(d, "NetworkPolicy")["agentenvs-retriever-from-searchqa"]["spec"][
+        "ingress"
+    ][0]["from"][0].update(podSelector={}),
 }
 
 WORKLOAD_BREAKS: dict[str, Callable[[list[Doc]], None]] = {
