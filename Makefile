@@ -63,6 +63,11 @@ $(CONTAINER_STAMP): $(STAMP)
 	$(PIP) install -q podman-compose==1.6.0
 	touch $(CONTAINER_STAMP)
 
+# One image per environment and the retriever (deploy/Dockerfile); builds python:3.11-slim locally with
+# debootstrap when no registry answers; prints every image's size (docs/containers.md).
+images: install $(CONTAINER_STAMP)
+	$(PY) -m agentenvs.containers.images
+
 test-containers: install $(CONTAINER_STAMP)
 	$(PY) -m pytest -q -m containers tests/
 
