@@ -23,6 +23,7 @@ from agentenvs import protocol
 from agentenvs.actions import ExtractedAction, extract_action
 from agentenvs.errors import AgentEnvsError, InvalidActionType, InvalidArgument
 from agentenvs.protocol import AtCapacity, ServerUnreachable, SessionBusy
+from agentenvs.step_batcher import StepBatcher
 
 DEFAULT_TIMEOUT_S = (5.0, 120.0)
 """(connect, read) seconds; the read limit is above the server's default step limit, so 504 comes first."""
@@ -50,6 +51,7 @@ class Client:
         retries: int = 4,
         backoff_s: float = 0.05,
         pool_size: int = 64,
+        batch_steps: bool = False,
     ):
         self.url = url.rstrip("/")
         self.token = token
@@ -58,6 +60,8 @@ class Client:
         self.backoff_s = backoff_s
         self.pool_size = pool_size
         self._http = self._new_session()
+        self.batcher = StepBatcher(self) if batch_steps else None
+        """With ``batch_steps``, steps of this client's sessions made at the same time share one batch call."""
 
     def _new_session(self) -> Any:
         requests = _requests()
@@ -66,16 +70,24 @@ class Client:
         http.mount("http://", adapter)
         http.mount("https://", adapter)
         http.headers["Accept"] = "application/json"
+        # The proxy settings of the environment, read once: with trust_env, requests rescans os.environ
+        # (and .netrc) on every call, a fifth of a millisecond per step.
+        http.proxies.update(requests.utils.get_environ_proxies(self.url))
+        http.trust_env = False
         if self.token:
             http.headers["Authorization"] = f"Bearer {self.token}"
         return http
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_http"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_http", "batcher")} | {
+            "batch_steps": self.batcher is not None
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        batch_steps = state.pop("batch_steps")
         self.__dict__.update(state)
         self._http = self._new_session()
+        self.batcher = StepBatcher(self) if batch_steps else None
 
     def __repr__(self) -> str:
         return f"Client({self.url!r})"
@@ -164,7 +176,8 @@ class Client:
 
 
 def connect(url: str, token: str | None = None, **options: Any) -> Client:
-    """A client of the server at ``url``; ``options`` are :class:`Client`'s (timeout, retries, pool_size)."""
+    """A client of the server at ``url``; ``options`` are :class:`Client`'s (timeout, retries, pool_size,
+    batch_steps)."""
     return Client(url, token, **options)
 
 
@@ -236,9 +249,15 @@ class RemoteEnv(gym.Env[str, str]):
             except (TypeError, ValueError):
                 raise InvalidActionType(f"the action must be a str, got {type(action).__name__}") from None
         with self._lock:
-            body = {"action": action, "turn": self._turn}
-            answer = self.client.call("step", self.session_id, body, busy_wait_s=self.step_timeout_s)
-            return self._accept(protocol.StepAnswer.from_json(answer))
+            if self.client.batcher is not None:
+                return self.client.batcher.step(self, action)
+            return self._step_alone(action)
+
+    def _step_alone(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """One step on the single-step route (retried on a transport failure, like every call)."""
+        body = {"action": action, "turn": self._turn}
+        answer = self.client.call("step", self.session_id, body, busy_wait_s=self.step_timeout_s)
+        return self._accept(protocol.StepAnswer.from_json(answer))
 
     def _accept(self, answer: protocol.StepAnswer) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self._turn = answer.info.get("turn", self._turn + 1)
@@ -299,7 +318,12 @@ def _uses_default_grammar(name: str) -> bool:
 
 
 class EnvPool:
-    """Sessions spread over several servers (least-loaded by default, or round-robin), closed together."""
+    """Sessions spread over several servers (least-loaded by default, or round-robin), closed together.
+
+    Its clients batch steps (``batch_steps=True`` unless told otherwise): the steps that threads make on
+    one server's sessions at the same time go as one batch call, and :meth:`step_many` steps any sessions
+    of the pool with one call per server.
+    """
 
     STRATEGIES = ("least_loaded", "round_robin")
 
@@ -310,6 +334,7 @@ class EnvPool:
             raise InvalidArgument("EnvPool needs at least one server URL")
         if strategy not in self.STRATEGIES:
             raise InvalidArgument(f"strategy must be one of {self.STRATEGIES}, got {strategy!r}")
+        options.setdefault("batch_steps", True)
         self.clients = [Client(url, token, **options) for url in urls]
         self.strategy = strategy
         self.envs: list[RemoteEnv] = []
@@ -344,6 +369,38 @@ class EnvPool:
 
     def make_many(self, name: str, count: int, **kwargs: Any) -> list[RemoteEnv]:
         return [self.make(name, **kwargs) for _ in range(count)]
+
+    def step_many(self, envs: Sequence[RemoteEnv], actions: Sequence[str]) -> list[Any]:
+        """Step sessions of any of the pool's servers: one batch call per server, the servers at once.
+
+        One item per env, in order, as in :meth:`Client.step_many`: the step's tuple, or its exception.
+        """
+        if len(envs) != len(actions):
+            raise InvalidArgument(f"step_many got {len(envs)} envs and {len(actions)} actions")
+        by_client: dict[int, list[int]] = {}
+        for index, env in enumerate(envs):
+            by_client.setdefault(id(env.client), []).append(index)
+        results: list[Any] = [None] * len(envs)
+
+        def step_server(indexes: list[int]) -> None:
+            client = envs[indexes[0]].client
+            try:
+                answers = client.step_many([envs[i] for i in indexes], [actions[i] for i in indexes])
+            except AgentEnvsError as exc:  # that server failed as a whole: its items carry the error
+                answers = [exc] * len(indexes)
+            for index, answer in zip(indexes, answers, strict=True):
+                results[index] = answer
+
+        groups = list(by_client.values())
+        if len(groups) == 1:
+            step_server(groups[0])
+        else:
+            threads = [threading.Thread(target=step_server, args=(group,)) for group in groups]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        return results
 
     def load(self) -> dict[str, int]:
         """Open sessions of this pool per server URL."""

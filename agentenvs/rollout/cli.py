@@ -49,6 +49,13 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--servers", default=None, help="comma-separated environment server URLs (default: in-process)")
     parser.add_argument("--out", required=True, type=Path, help="output folder for episodes.jsonl and summary.json")
     parser.add_argument("--concurrency", type=int, default=8, help="episodes played at once (default 8)")
+    parser.add_argument(
+        "--schedule",
+        choices=("auto", "threads", "rounds"),
+        default="auto",
+        help="threads: an episode per thread; rounds: all ready episodes of a server in one batch step "
+        "(needs --servers); auto (default): rounds for scripted policies on servers, threads otherwise",
+    )
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per episode (failure_cause timeout)")
     parser.add_argument("--max-turns", type=int, default=None, help="cap on turns per episode")
     parser.add_argument("--temperature", type=float, default=1.0, help="model sampling temperature; 0 is greedy")
@@ -87,6 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     config = RolloutConfig(
         concurrency=args.concurrency,
+        schedule=args.schedule,
         time_limit_s=args.time_limit,
         max_turns=args.max_turns,
         progress=not args.no_progress,

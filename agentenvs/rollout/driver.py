@@ -4,7 +4,8 @@
 with ids that are the same in every run, so a run can be resumed and a group of G rollouts always
 starts from the same task and seed. ``run_rollouts`` plays them in a thread pool (the concurrency
 limit), reusing environments (local instances or server sessions) across episodes, and writes one
-``EpisodeRecord`` per episode as it finishes.
+``EpisodeRecord`` per episode as it finishes. A policy that answers at once (scripted) on servers is
+played in rounds instead: one batch step per server for all ready episodes (``agentenvs.rollout.rounds``).
 
 Failures are labelled, never hidden: an exception from the environment or its server gives
 ``failure_cause`` ``infra``; running past the episode's time limit gives ``timeout``; a model that
@@ -16,11 +17,9 @@ their own per-step limit).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +27,14 @@ from agentenvs import panels
 from agentenvs.errors import AgentEnvsError, InvalidArgument
 from agentenvs.registry import env_class
 from agentenvs.registry import make as make_local
-from agentenvs.rollout.llm import InfraError, PolicyError
-from agentenvs.rollout.policy import EpisodeContext, Policy
-from agentenvs.rollout.records import EpisodeRecord, StepRecord, step_info
+from agentenvs.rollout.episode import EpisodeTimeout, panel_hash, rollout_episode
+from agentenvs.rollout.policy import Policy
+from agentenvs.rollout.records import EpisodeRecord
+from agentenvs.rollout.rounds import can_play_in_rounds, play_in_rounds
 from agentenvs.rollout.store import EPISODES_FILE, EpisodeStore
 from agentenvs.seeding import derive_seed, rng_for
 
-
-class EpisodeTimeout(AgentEnvsError, TimeoutError):
-    """The episode ran past its time limit."""
-
-    code = "episode_timeout"
-    http_status = 504
+__all__ = ["EpisodeSpec", "EpisodeTimeout", "RolloutConfig", "plan_episodes", "rollout_episode", "run_rollouts"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +50,9 @@ class EpisodeSpec:
     member: int
 
 
+SCHEDULES = ("auto", "threads", "rounds")
+
+
 @dataclass
 class RolloutConfig:
     """How episodes are run."""
@@ -66,6 +64,14 @@ class RolloutConfig:
     """Cap on turns per episode, passed to the environment (None: the environment's own limit)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
+    schedule: str = "auto"
+    """``threads`` (an episode per thread), ``rounds`` (one batch step per server for all ready episodes;
+    needs servers), or ``auto``: rounds for a policy that answers at once (``Policy.blocking`` False) on
+    servers, threads otherwise."""
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise InvalidArgument(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
 
 
 def task_ids(env_name: str, split: str, env: Any = None) -> list[str] | None:
@@ -226,7 +232,7 @@ def _resumed(store: EpisodeStore, resume: bool, identity: dict[str, Any], policy
         store.rewrite([])
         return {}
     done = store.finished()
-    panels_now = {split: _panel_hash(identity["env"], split) for split in {r.split for r in done.values()}}
+    panels_now = {split: panel_hash(identity["env"], split) for split in {r.split for r in done.values()}}
     for record in done.values():
         stored = (record.env_version, record.panel_hash, _policy_model(record.policy))
         current = (identity["env_version"], panels_now[record.split], _policy_model(policy.describe()))
@@ -244,220 +250,34 @@ def _policy_model(described: dict[str, Any]) -> dict[str, Any]:
     return {key: described.get(key) for key in ("name", "model", "seed")}
 
 
-def _panel_hash(env: str, split: str) -> str:
-    try:
-        return panels.panel_hash(env, split)
-    except AgentEnvsError:
-        return ""
-
-
 def _run_all(todo, policy, source, description, identity, config):
-    """Yield records as episodes finish (thread pool of ``config.concurrency``)."""
+    """Yield records as episodes finish: in rounds of batch steps when the policy answers at once and
+    the servers take batches (``agentenvs.rollout.rounds``), else a thread per episode."""
     progress = None
     if config.progress and todo:
         from tqdm import tqdm
 
         progress = tqdm(total=len(todo), desc=f"rollout {identity['env']}", unit="ep", dynamic_ncols=True)
     successes = 0
+    if config.schedule == "rounds" or (config.schedule == "auto" and can_play_in_rounds(policy, source.servers)):
+        records = play_in_rounds(todo, policy, source, description, identity, config)
+    else:
+        records = _play_in_threads(todo, policy, source, description, identity, config)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="rollout") as pool:
-            futures = [
-                pool.submit(rollout_episode, source, policy, spec, description, identity, config) for spec in todo
-            ]
-            for future in as_completed(futures):
-                record = future.result()
-                successes += record.success
-                if progress is not None:
-                    progress.update(1)
-                    progress.set_postfix(success=f"{successes / progress.n:.2f}")
-                yield record
+        for record in records:
+            successes += record.success
+            if progress is not None:
+                progress.update(1)
+                progress.set_postfix(success=f"{successes / progress.n:.2f}")
+            yield record
     finally:
         if progress is not None:
             progress.close()
 
 
-def rollout_episode(
-    source: EnvSource,
-    policy: Policy,
-    spec: EpisodeSpec,
-    description: dict[str, Any],
-    identity: dict[str, Any],
-    config: RolloutConfig,
-) -> EpisodeRecord:
-    """Play one episode; every failure ends up in the record, never as an exception."""
-    started = time.monotonic()
-    deadline = None if config.time_limit_s is None else started + config.time_limit_s
-    record = _new_record(spec, policy, identity)
-    timings = {"total_s": 0.0, "env_s": 0.0, "policy_s": 0.0}
-    env = None
-    actor = None
-    healthy = False
-    try:
-        env = source.take()
-        tick = time.monotonic()
-        options = {"split": spec.split} | ({"task_id": spec.task_id} if spec.task_id else {})
-        observation, info = env.reset(seed=spec.seed, options=options)
-        timings["env_s"] += time.monotonic() - tick
-        record.task_id = info.get("task_id", record.task_id)
-        record.task_type = info.get("task_type")
-        actor = _begin(policy, env, spec, record.task_id, description, identity, deadline)
-        _play_turns(env, actor, observation, info, record, timings, deadline, config, description)
-        healthy = True
-        _finish(record)
-    except _PolicyFailure as failure:
-        healthy = True
-        _fail(record, failure.cause, failure.__cause__)
-    except (EpisodeTimeout, TimeoutError) as exc:
-        _fail(record, "timeout", exc)
-    except Exception as exc:  # the environment or its server failed; the record says so
-        _fail(record, "infra", exc)
-    finally:
-        if actor is not None:
-            record.tokens = actor.tokens()
-        record.num_turns = len(record.steps)
-        record.return_ = float(sum(s.reward for s in record.steps))
-        timings["total_s"] = time.monotonic() - started
-        record.timings = timings
-        if env is not None:
-            (source.give_back if healthy and record.failure_cause != "timeout" else source.discard)(env)
-    return record
-
-
-def _new_record(spec: EpisodeSpec, policy: Policy, identity: dict[str, Any]) -> EpisodeRecord:
-    """The record of an episode about to start (an ``error`` until it ends otherwise)."""
-    return EpisodeRecord(
-        episode_id=spec.episode_id,
-        group_id=spec.group_id,
-        env=identity["env"],
-        env_version=identity["env_version"],
-        split=spec.split,
-        panel_hash=_panel_hash(identity["env"], spec.split),
-        task_id=spec.task_id or "",
-        task_type=None,
-        seed=spec.seed,
-        policy=policy.describe(),
-        sampling=policy.sampling,
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
-
-
-def _begin(
-    policy: Policy,
-    env: Any,
-    spec: EpisodeSpec,
-    task_id: str,
-    description: dict[str, Any],
-    identity: dict[str, Any],
-    deadline: float | None,
-) -> Any:
-    """The policy's actor for this episode, told the episode's context and deadline."""
-    context = EpisodeContext(
-        env=identity["env"],
-        description=description,
-        task_id=task_id,
-        split=spec.split,
-        seed=spec.seed,
-        group_id=spec.group_id,
-        episode_id=spec.episode_id,
-        member=spec.member,
-        policy_seed=derive_seed("policy", getattr(policy, "seed", 0), spec.episode_id),
-        extract_action=_guarded(env.extract_action),
-    )
-    actor = policy.begin(context)
-    if hasattr(actor, "set_deadline"):
-        actor.set_deadline(deadline)
-    return actor
-
-
-def _play_turns(
-    env: Any,
-    actor: Any,
-    observation: str,
-    info: dict[str, Any],
-    record: EpisodeRecord,
-    timings: dict[str, float],
-    deadline: float | None,
-    config: RolloutConfig,
-    description: dict[str, Any],
-) -> None:
-    """Ask the actor and step the environment until the episode ends, a step record per turn."""
-    max_chars = int(description.get("max_action_chars", 4096))
-    while True:
-        if deadline is not None and time.monotonic() > deadline:
-            raise EpisodeTimeout(f"the episode ran past its time limit of {config.time_limit_s:g} s")
-        tick = time.monotonic()
-        decision = _act(actor, observation, info)
-        timings["policy_s"] += time.monotonic() - tick
-        found = decision.action if decision.action and len(decision.action.action) <= max_chars else None
-        tick = time.monotonic()
-        next_observation, reward, terminated, truncated, info = env.step(found.action if found else "")
-        timings["env_s"] += time.monotonic() - tick
-        record.steps.append(
-            StepRecord(
-                turn=len(record.steps) + 1,
-                observation=observation,
-                response=decision.response,
-                action=found.action if found else "",
-                action_span=[found.start, found.end] if found else None,
-                reward=float(reward),
-                terminated=bool(terminated),
-                truncated=bool(truncated),
-                info=step_info(info),
-            )
-        )
-        observation = record.final_observation = next_observation
-        if terminated or truncated:
-            return
-
-
-class _EnvCallFailed(Exception):
-    """An environment call made from inside the policy (``extract_action`` on a server) failed: infra."""
-
-
-def _guarded(extract: Callable[[str], Any]) -> Callable[[str], Any]:
-    def extract_action(response: str) -> Any:
-        try:
-            return extract(response)
-        except Exception as exc:
-            raise _EnvCallFailed(f"{type(exc).__name__}: {exc}") from exc
-
-    return extract_action
-
-
-class _PolicyFailure(Exception):
-    def __init__(self, cause: str):
-        self.cause = cause
-
-
-def _act(actor: Any, observation: str, info: dict[str, Any]) -> Any:
-    """The actor's decision, with its failures labelled (policy, infra, timeout)."""
-    try:
-        return actor.act(observation, info)
-    except (EpisodeTimeout, TimeoutError):
-        raise
-    except InfraError as exc:
-        raise _PolicyFailure("infra") from exc
-    except (PolicyError, AgentEnvsError, ValueError, KeyError) as exc:
-        raise _PolicyFailure("policy") from exc
-
-
-def _finish(record: EpisodeRecord) -> None:
-    last = record.steps[-1].info if record.steps else {}
-    record.success = bool(last.get("success", False))
-    record.score = float(last.get("score", 1.0 if record.success else 0.0))
-    record.end_reason = str(last.get("end_reason", "failure"))
-    record.success_turn = next((s.turn for s in record.steps if s.info.get("success")), None)
-    if record.success:
-        record.failure_cause = "none"
-    elif any(s.action_span is None for s in record.steps):
-        record.failure_cause = "parse"
-    else:
-        record.failure_cause = "policy"
-
-
-def _fail(record: EpisodeRecord, cause: str, exc: BaseException | None) -> None:
-    record.failure_cause = cause
-    record.end_reason = "error"
-    record.success = False
-    record.score = 0.0
-    record.error = f"{type(exc).__name__}: {exc}" if exc is not None else cause
+def _play_in_threads(todo, policy, source, description, identity, config):
+    """A thread per episode (``config.concurrency`` at once): for policies that wait on a model."""
+    with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="rollout") as pool:
+        futures = [pool.submit(rollout_episode, source, policy, spec, description, identity, config) for spec in todo]
+        for future in as_completed(futures):
+            yield future.result()

@@ -66,6 +66,10 @@ class Policy(ABC):
     name: str = "policy"
     needs_privileged: bool = False
     """True when the policy reads ``info['privileged']`` (the env must be made with privileged=True)."""
+    blocking: bool = True
+    """True when ``act`` waits on something (a model server): the driver gives each episode a thread.
+    A policy that answers at once sets False, and on servers the driver then steps all ready episodes of
+    a server in one batch call per round (``RolloutConfig.schedule``)."""
 
     @property
     def sampling(self) -> dict[str, Any]:

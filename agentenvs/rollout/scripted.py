@@ -13,6 +13,7 @@ class RandomPolicy(Policy):
     """Picks uniformly among ``info['admissible_actions']``; the same episode seed gives the same choices."""
 
     name = "random"
+    blocking = False
 
     def __init__(self, seed: int = 0):
         self.seed = int(seed)
@@ -53,6 +54,7 @@ class ExpertPolicy(Policy):
 
     name = "expert"
     needs_privileged = True
+    blocking = False
 
     def __init__(self, baseline: str | None = None):
         self.baseline = baseline
