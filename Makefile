@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml Makefile
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	@command -v bwrap >/dev/null 2>&1 || (echo "installing bubblewrap for the shellops sandbox" && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
+	@command -v ip >/dev/null 2>&1 || (echo "installing iproute2: the Ray tests run in a private network namespace" && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel setuptools
 	$(PIP) install -q $(TORCH)

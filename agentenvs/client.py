@@ -232,11 +232,7 @@ class RemoteEnv(gym.Env[str, str]):
         return self._done
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        if seed is None:
-            super().reset(seed=None)
-            seed = int(self.np_random.integers(0, 2**31 - 1))
-        elif isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
-            super().reset(seed=seed)
+        seed = seed_for_reset(self, seed)
         answer = self.client.call("reset", self.session_id, {"seed": seed, "options": options})
         self._turn, self._done = 0, False
         self._last_observation = answer["observation"]
@@ -303,6 +299,18 @@ class RemoteEnv(gym.Env[str, str]):
         self._closed = True
         with contextlib.suppress(AgentEnvsError):
             self.client.call("close", self.session_id)
+
+
+def seed_for_reset(env: gym.Env, seed: int | None) -> Any:
+    """The seed a remote reset sends: the caller's (seeding ``env.np_random`` as gymnasium expects), or
+    one drawn from the env's own generator, so a retried or replayed reset lands in the same state. An
+    invalid seed is passed on for the environment to refuse with its own error."""
+    if seed is None:
+        gym.Env.reset(env, seed=None)
+        return int(env.np_random.integers(0, 2**31 - 1))
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+        gym.Env.reset(env, seed=seed)
+    return seed
 
 
 def _uses_default_grammar(name: str) -> bool:
