@@ -31,9 +31,8 @@ def sizes(engine: str, build: bool) -> tuple[dict, dict]:
 def run_stack() -> dict:
     """One cold start of the whole stack, an episode per environment, down, leftovers."""
     stack = Stack()
-    since = stack.up()
     try:
-        cold = stack.wait_healthy(since)
+        cold = stack.wait_healthy(stack.up())
         health = stack.health_status()
         episodes = play_all(stack)
     finally:

@@ -88,10 +88,32 @@ class Stack:
         self.compose("down", "-v", "-t", "20")
 
     def wait_healthy(self, since: float, timeout: float = 300) -> dict[str, float]:
-        """Seconds from ``since`` until each service's /healthz answered 200."""
-        with ThreadPoolExecutor(len(self.services)) as pool:
-            waits = {name: pool.submit(wait_for_health, self.url(name), since, timeout) for name in self.services}
-            return {name: future.result() for name, future in waits.items()}
+        """Seconds from ``since`` until each service's /healthz answered 200; a crashed container fails at once."""
+        pending, healthy = list(self.services), {}
+        while pending:
+            for name in list(pending):
+                if answers_healthy(self.url(name)):
+                    healthy[name] = time.perf_counter() - since
+                    pending.remove(name)
+                elif self.crashed(name):
+                    raise RuntimeError(f"{name} crashed before it was healthy:\n{self.logs(name)}")
+            if pending and time.perf_counter() - since > timeout:
+                raise TimeoutError(f"not healthy within {timeout:.0f} s: {pending}\n{self.logs(pending[0])}")
+            time.sleep(0.1 if pending else 0)
+        return healthy
+
+    def crashed(self, service: str) -> bool:
+        """The service's container exited or was restarted by its policy."""
+        state = self._engine("inspect", "--format", "{{.RestartCount}} {{.State.Status}}", self.container(service))
+        restarts, status = state.split()[:2]
+        return int(restarts) > 0 or status in ("exited", "dead")
+
+    def logs(self, service: str, lines: int = 40) -> str:
+        done = subprocess.run(
+            [self.engine, "logs", "--tail", str(lines), self.container(service)],
+            env=self.env(), capture_output=True, text=True,
+        )  # fmt: skip
+        return "\n".join(line for line in (done.stdout + done.stderr).splitlines() if "systemd" not in line)
 
     def health_status(self) -> dict[str, str]:
         """The engine's own health check verdict per service (``podman healthcheck run``)."""
@@ -128,17 +150,12 @@ class Stack:
         return found
 
 
-def wait_for_health(url: str, since: float, timeout: float) -> float:
-    deadline = since + timeout
-    while time.perf_counter() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as answer:
-                if answer.status == 200:
-                    return time.perf_counter() - since
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"{url}/healthz did not answer 200 within {timeout:.0f} s")
+def answers_healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=2) as answer:
+            return answer.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def expert_action(privileged: dict[str, Any] | None, info: dict[str, Any], plan: list[str]) -> str:

@@ -40,7 +40,7 @@ def test_hadolint_catches_a_latest_base(tmp_path: Path) -> None:
 def test_every_target_inherits_the_base_entry_and_health_check() -> None:
     stages = parse_dockerfile(DOCKER_TEXT)
     assert set(TARGETS) <= set(stages)
-    assert stages["bandit"].base == "base" and stages["searchqa"].base == "lucene"
+    assert stages["bandit"].base == "base" and stages["searchqa"].base == "searchindex"
 
 
 DOCKER_BREAKS = [
@@ -54,7 +54,7 @@ DOCKER_BREAKS = [
         '"serve", "--host"',
         '`retriever` does not start with ENTRYPOINT ["agentenvs", "serve-retriever"',
     ),
-    ("FROM base AS webshop", "FROM base AS webshop2", "no stage `webshop`"),
+    ("FROM lucene AS webshop", "FROM lucene AS webshop2", "no stage `webshop`"),
 ]
 
 

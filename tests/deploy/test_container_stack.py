@@ -29,9 +29,8 @@ def stack():
     report = build_all(TARGETS)
     assert set(report["images"]) == set(TARGETS) and all(i["bytes"] > 0 for i in report["images"].values())
     running = Stack()
-    since = running.up()
     try:
-        running.cold_start = running.wait_healthy(since, timeout=600)
+        running.cold_start = running.wait_healthy(running.up(), timeout=600)
         yield running
     finally:
         running.down()
