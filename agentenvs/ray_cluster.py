@@ -65,6 +65,10 @@ class LocalCluster:
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN_PATH": str(token),
             "RAY_TMPDIR": str(self.root / "tmp"),
+            # a node that stops answering is declared dead after about 3 s (Ray's default: about 15 s)
+            "RAY_health_check_period_ms": "1000",
+            "RAY_health_check_timeout_ms": "1000",
+            "RAY_health_check_failure_threshold": "3",
         }
         self.port = _free_port()
         self.address = f"127.0.0.1:{self.port}"

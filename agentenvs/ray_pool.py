@@ -100,10 +100,13 @@ class RayEnvPool:
         """How long a new actor may wait for a node with room before ``make`` raises ``AtCapacity``."""
         self.resources = dict(resources or {})
         self.failures: list[SessionFailure] = []
+        self.opened: list[tuple[str, str]] = []
+        """Every session opened, replacements included, with the node it went to."""
         self.envs: list[RayEnv] = []
         self._hosts: list[_Host] = []
         self._ids = itertools.count()
         self._lock = threading.Lock()
+        self._creating = threading.Lock()
         self._token_dir: tempfile.TemporaryDirectory | None = None
         self._temp_dir: tempfile.TemporaryDirectory | None = None
         """The local Ray's session folder (logs, sockets), removed with the pool."""
@@ -159,12 +162,23 @@ class RayEnvPool:
             options["memory"] = memory
         return options
 
-    def _host_for(self, name: str) -> _Host:
-        """A live actor of ``name`` with a free slot, or a new one."""
-        with self._lock:
-            for host in self._hosts:
-                if host.alive and host.env == name and len(host.sessions) < host.capacity:
-                    return host
+    def _host_for(self, name: str, session_id: str) -> _Host:
+        """A live actor of ``name`` with a free slot, taken for ``session_id``; a new actor when none has
+        room (made one at a time, so threads opening sessions together do not make an actor each)."""
+        with self._creating:
+            with self._lock:
+                for host in self._hosts:
+                    if host.alive and host.env == name and len(host.sessions) < host.capacity:
+                        host.sessions.add(session_id)
+                        return host
+            host = self._new_host(name)
+            with self._lock:
+                host.sessions.add(session_id)
+                self._hosts.append(host)
+            return host
+
+    def _new_host(self, name: str) -> _Host:
+        """Start an actor for ``name`` where Ray finds room, and learn its node."""
         options = self.actor_options(name)
         deadline = time.monotonic() + self.placement_timeout_s
         while True:  # an actor sent to a node that just died (Ray has not noticed yet) is sent again
@@ -183,24 +197,32 @@ class RayEnvPool:
                 if time.monotonic() > deadline:
                     raise SessionLost(f"every new actor for {name} died before it started: {exc}") from None
                 time.sleep(0.2)
-        host = _Host(handle, name, node_id, self.sessions_per_actor)
-        with self._lock:
-            self._hosts.append(host)
-        return host
+        return _Host(handle, name, node_id, self.sessions_per_actor)
 
     def open(self, name: str, kwargs: dict[str, Any]) -> tuple[_Host, str, dict[str, Any]]:
-        """A new session of ``name`` on some actor: the actor, the session id and ``describe()``."""
-        host = self._host_for(name)
+        """A new session of ``name`` on a live actor: the actor, the session id and ``describe()``.
+
+        An actor found dead while opening (its node died and Ray has not said so yet) held no session
+        of this one: it is dropped and the session opens elsewhere."""
         session_id = f"{name}-{next(self._ids)}"
-        with self._lock:
-            host.sessions.add(session_id)
-        try:
-            description = self.call(host, session_id, "open", name, kwargs)
-        except BaseException:
+        while True:
+            host = self._host_for(name, session_id)
+            try:
+                description = self.ray.get(host.handle.open.remote(session_id, name, kwargs))
+            except self.ray.exceptions.RayActorError:
+                with self._lock:
+                    host.alive = False
+                    host.sessions.discard(session_id)
+                continue
+            except BaseException as exc:
+                with self._lock:
+                    host.sessions.discard(session_id)
+                if isinstance(exc, self.ray.exceptions.RayTaskError):
+                    raise exc.as_instanceof_cause() from None
+                raise
             with self._lock:
-                host.sessions.discard(session_id)
-            raise
-        return host, session_id, description
+                self.opened.append((session_id, host.node_id))
+            return host, session_id, description
 
     def call(self, host: _Host, session_id: str, method: str, *args: Any) -> Any:
         """One actor call for one session; a dead actor becomes :class:`SessionLost`."""
