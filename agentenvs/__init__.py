@@ -20,6 +20,7 @@ _LAZY = {
     "connect": "agentenvs.client",
     "RemoteEnv": "agentenvs.client",
     "EnvPool": "agentenvs.client",
+    "RayEnvPool": "agentenvs.ray_pool",
     "check_text_env": "agentenvs.testing",
 }
 
