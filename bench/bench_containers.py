@@ -63,6 +63,7 @@ def main() -> int:
     megabytes, report = sizes(engine, build=not args.no_build)
     result = {"engine": engine, "image_mb": megabytes, "base": report.get("base"), "stack": run_stack()}
     result["build_s"] = {target: entry["build_s"] for target, entry in report["images"].items()}
+    result["build_note"] = "this run's builds, cached layers reused; first builds are in docs/containers.md"
     write_result("containers", result)
     left = result["stack"]["left_behind"]
     failed = [env for env, episode in result["stack"]["episodes"].items() if not episode["success"]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import functools
 import json
 import os
 import resource
@@ -43,14 +44,12 @@ def detect_engine() -> str:
     raise SystemExit("no container engine: install podman (make .venv/.containers-installed) or docker")
 
 
-def engine_env(engine: str) -> dict[str, str]:
-    """The environment podman runs in: runc and ulimits within this process's hard limits.
+@functools.lru_cache(maxsize=1)
+def podman_conf() -> str:
+    """containers.conf for podman: runc when installed, ulimits within this process's hard limits.
 
     podman's root default of nofile=1048576 fails where the hard limit is lower and root lacks
     CAP_SYS_RESOURCE, and crun refuses hybrid cgroups; an explicit containers.conf avoids both."""
-    env = dict(os.environ)
-    if engine != "podman" or "CONTAINERS_CONF" in env:
-        return env
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     nofile = 1048576 if nofile == resource.RLIM_INFINITY else min(nofile, 1048576)
     lines = ["[containers]", f'default_ulimits = [ "nofile={nofile}:{nofile}", "nproc=32768:32768" ]']
@@ -59,7 +58,14 @@ def engine_env(engine: str) -> dict[str, str]:
     STATE.mkdir(parents=True, exist_ok=True)
     conf = STATE / "containers.conf"
     conf.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    env["CONTAINERS_CONF"] = str(conf)
+    return str(conf)
+
+
+def engine_env(engine: str) -> dict[str, str]:
+    """The environment an engine command runs in (podman gets :func:`podman_conf` unless CONTAINERS_CONF is set)."""
+    env = dict(os.environ)
+    if engine == "podman" and "CONTAINERS_CONF" not in env:
+        env["CONTAINERS_CONF"] = podman_conf()
     return env
 
 
