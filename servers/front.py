@@ -1,18 +1,20 @@
-"""The ASGI application ``agentenvs serve`` runs: the step route answered here, every other route by the flask app.
+"""The ASGI application ``agentenvs serve`` runs: the episode routes answered here, every other route by flask.
 
-A step is the request a rollout sends most, and on a cheap environment the web framework's request machinery is
-most of its cost (``bench/bench_server_peer.py``). So the step route is answered on the event loop itself when
-the session lives in the server process (an inline environment: its step cannot block), or in a thread when it
-lives in a worker process (the call waits on the worker's answer). Both go through the same session manager,
-token check, error answers and request metrics as the flask app. Anything that is not a plain step (another
-route or method, a trailing slash, a chunked or oversized body) goes to the flask app, run in threads by
-``a2wsgi``, which keeps the answers for those cases (404, 405, 413) in one place.
+Steps, resets and batch steps are the requests a rollout sends most, and on a cheap environment the web
+framework's request machinery is most of their cost (``bench/bench_server_peer.py``; a reset through flask
+took three times a step answered here). So these routes (``NATIVE``) are answered on the event loop itself
+when every session they touch lives in the server process (an inline environment: its calls cannot block),
+or in a thread when one lives in a worker process (the call waits on the worker's answer). Both go through
+the same session manager, token check, error answers and request metrics as the flask app. Anything else
+(another route or method, a trailing slash, a chunked or oversized body) goes to the flask app, run in
+threads by ``a2wsgi``, which keeps the answers for those cases (404, 405, 413) in one place.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -26,8 +28,49 @@ from agentenvs.servers.auth import Authenticator
 from agentenvs.servers.openenv import serve_websocket
 from agentenvs.servers.sessions import SessionManager
 
-STEP = next(route for route in protocol.ROUTES if route.name == "step")
 JSON = (b"content-type", b"application/json")
+
+
+def _step(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+    return manager.step(session_id, protocol.StepRequest.parse(body), owner)
+
+
+def _reset(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+    return manager.reset(session_id, protocol.ResetRequest.parse(body), owner)
+
+
+def _batch_step(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+    return b'{"results":[' + b",".join(manager.batch_step(protocol.parse_batch(body), owner)) + b"]}"
+
+
+NATIVE: dict[str, Callable[[SessionManager, str, dict[str, Any], bytes | None], bytes]] = {
+    "step": _step,
+    "reset": _reset,
+    "batch_step": _batch_step,
+}
+"""The routes answered here, by name in ``protocol.ROUTES``; each answers exactly as its flask handler."""
+EMPTY_OK = {"reset"}
+"""Routes whose body may be empty (a reset with no seed and no options)."""
+
+
+class _Native:
+    """One native route: how to recognise its path and how to answer it."""
+
+    def __init__(self, name: str):
+        self.route = protocol.ROUTE[name]
+        self.answer = NATIVE[name]
+        self.label = f"{self.route.method} {self.route.flask_rule}"
+        parts = self.route.path.split("{session_id}")
+        self.prefix, self.suffix = (parts[0], parts[1]) if len(parts) == 2 else (self.route.path, None)
+
+    def session_id(self, path: str) -> str | None:
+        """The session id in ``path`` ("" for a route without one), or None when the path is not this route's."""
+        if self.suffix is None:
+            return "" if path == self.prefix else None
+        if not (path.startswith(self.prefix) and path.endswith(self.suffix)):
+            return None
+        session_id = path[len(self.prefix) : len(path) - len(self.suffix)]
+        return session_id if session_id and "/" not in session_id else None
 
 
 class Front:
@@ -39,8 +82,7 @@ class Front:
         app = create_app(manager, tokens=manager.config.tokens, max_request_bytes=max_request_bytes, in_flight=self)
         self.wsgi = WSGIMiddleware(terminated_input(app), workers=threads)
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="step")
-        self.prefix, self.suffix = STEP.path.split("{session_id}")
-        self.label = f"{STEP.method} {STEP.flask_rule}"
+        self.native = [_Native(name) for name in NATIVE]
         self.count = 0
         """Requests being served (the ``agentenvs_requests_in_flight`` gauge)."""
 
@@ -51,20 +93,25 @@ class Front:
             return await self.wsgi(scope, receive, send)
         self.count += 1
         try:
-            step = self._plain_step(scope)
-            if step is None:
+            request = self._native_request(scope)
+            if request is None:
                 await self.wsgi(scope, receive, send)
             else:
-                await self._serve_step(*step, receive, send)
+                await self._serve(*request, receive, send)
         finally:
             self.count -= 1
 
-    def _plain_step(self, scope: dict[str, Any]) -> tuple[str, bytes] | None:
-        """(session id, Authorization header) when this request is a plain step answered here."""
-        path: str = scope["path"]
-        if scope["method"] != STEP.method or not (path.startswith(self.prefix) and path.endswith(self.suffix)):
+    def _native_request(self, scope: dict[str, Any]) -> tuple[_Native, str, bytes] | None:
+        """(route, session id, Authorization header) when this request is answered here."""
+        if scope["method"] != "POST":
             return None
-        session_id = path[len(self.prefix) : len(path) - len(self.suffix)]
+        path: str = scope["path"]
+        for native in self.native:
+            session_id = native.session_id(path)
+            if session_id is not None:
+                break
+        else:
+            return None
         length, authorization, chunked = b"", b"", False
         for name, value in scope["headers"]:
             if name == b"content-length":
@@ -74,33 +121,46 @@ class Front:
             elif name == b"transfer-encoding":
                 chunked = True
         plain_body = length.isdigit() and int(length) <= self.max_request_bytes and not chunked
-        return (session_id, authorization) if session_id and "/" not in session_id and plain_body else None
+        return (native, session_id, authorization) if plain_body else None
 
-    async def _serve_step(self, session_id: str, authorization: bytes, receive: Any, send: Any) -> None:
+    async def _serve(self, native: _Native, session_id: str, authorization: bytes, receive: Any, send: Any) -> None:
         started = time.perf_counter()
         raw = await read_body(receive)
         if raw is None:
             return  # the client went away before its body arrived
-        if self.manager.runs_inline(session_id):
-            status, headers, body = self.answer_step(session_id, authorization, raw)
+        if self._inline(native, session_id, raw):
+            status, headers, body = self.answer(native, session_id, authorization, raw)
         else:
             loop = asyncio.get_running_loop()
             status, headers, body = await loop.run_in_executor(
-                self.executor, self.answer_step, session_id, authorization, raw
+                self.executor, self.answer, native, session_id, authorization, raw
             )
         head = [JSON, (b"content-length", str(len(body)).encode())]
         head += [(name.lower().encode(), value.encode()) for name, value in headers.items()]
         await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": body})
-        record_request(self.manager.metrics, self.label, status, started)
+        record_request(self.manager.metrics, native.label, status, started)
 
-    def answer_step(self, session_id: str, authorization: bytes, raw: bytes) -> Answer:
-        """The answer to one step request: the step's JSON, or the protocol's error for what went wrong."""
+    def _inline(self, native: _Native, session_id: str, raw: bytes) -> bool:
+        """Whether every session the request touches lives in the server process (so it cannot block)."""
+        if session_id:
+            return self.manager.runs_inline(session_id)
+        try:
+            steps = protocol.parse_json_object(raw).get("steps")
+        except AgentEnvsError:
+            return True  # answered at once with its error
+        if not isinstance(steps, list):
+            return True
+        ids = [item.get("session_id") for item in steps if isinstance(item, dict)]
+        return all(isinstance(i, str) and self.manager.runs_inline(i) for i in ids)
+
+    def answer(self, native: _Native, session_id: str, authorization: bytes, raw: bytes) -> Answer:
+        """The answer to one native request: its JSON, or the protocol's error for what went wrong."""
         metrics = self.manager.metrics
         try:
             owner = self.auth({"Authorization": authorization.decode("latin-1")})
-            request = protocol.StepRequest.parse(protocol.parse_json_object(raw))
-            return 200, {}, self.manager.step(session_id, request, owner)
+            body = protocol.parse_json_object(raw, empty_ok=native.route.name in EMPTY_OK)
+            return 200, {}, native.answer(self.manager, session_id, body, owner)
         except AgentEnvsError as exc:
             return error_answer(exc, metrics, self.manager.config.retry_after_s)
         except Exception as exc:

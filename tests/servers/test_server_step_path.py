@@ -1,4 +1,5 @@
-"""The fast step path: inline environments in the server process, the step route answered before flask."""
+"""The fast episode path: inline environments in the server process; steps, resets and batch steps answered
+before flask."""
 
 from __future__ import annotations
 
@@ -82,3 +83,39 @@ def test_a_token_server_checks_the_token_on_the_fast_path() -> None:
         refused = stranger.step(session, "pull[0]", 0)
         assert refused.status_code == 401 and refused.headers["WWW-Authenticate"] == "Bearer"
         assert owner.step(session, "pull[0]", 0).status_code == 200
+
+
+def _requests_served(api: Api, route: str) -> float:
+    line = f'agentenvs_requests_total{{route="{route}",status="200"}}'
+    return sum(float(row.split()[-1]) for row in api.call("GET", "/metrics").text.splitlines() if row.startswith(line))
+
+
+def test_resets_and_batch_steps_are_answered_natively_as_flask_would(api: Api, isolated: ServerProcess) -> None:
+    other = Api(isolated.url)  # --isolate: every session in a worker, so these go through the thread path
+    for client in (api, other):
+        before = _requests_served(client, "POST /v1/sessions/<session_id>/reset")
+        session = client.open("bandit")
+        empty = client.call("POST", f"/v1/sessions/{session}/reset", raw=b"")
+        assert empty.status_code == 200 and empty.json()["observation"], "a reset may have an empty body"
+        bad = client.call("POST", f"/v1/sessions/{session}/reset", raw=b"{not json")
+        assert bad.status_code == 400 and error_of(bad)["code"] == "malformed_request"
+        assert _requests_served(client, "POST /v1/sessions/<session_id>/reset") == before + 1
+    inline, held = api.open("bandit"), other.open("bandit")
+    for client, session in ((api, inline), (other, held)):
+        client.reset(session, seed=4)
+        batch = client.call(
+            "POST",
+            "/v1/batch/step",
+            {
+                "steps": [
+                    {"session_id": session, "action": "pull[1]", "turn": 0},
+                    {"session_id": "nope", "action": "pull[1]", "turn": 0},
+                ]
+            },
+        )
+        assert batch.status_code == 200, batch.text
+        good, unknown = batch.json()["results"]
+        assert unknown["error"]["code"] == "unknown_session" and good["observation"]
+    assert api.call("POST", f"/v1/sessions/{inline}/step", {"action": "pull[1]", "turn": 1}).status_code == 200
+    malformed = api.call("POST", "/v1/batch/step", {"steps": "all"})
+    assert malformed.status_code == 400 and error_of(malformed)["code"] == "malformed_request"
