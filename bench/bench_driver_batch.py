@@ -11,7 +11,7 @@ bandit episodes with a scripted policy through the same server:
   steps that meet (``Client(batch_steps=True)``);
 - ``rounds_random`` and ``rounds_expert``: the driver's rounds, every ready session in one batch call.
 
-    .venv/bin/python bench/bench_driver_batch.py [--sessions 64 --servers 1 --episodes 512]
+    .venv/bin/python bench/bench_driver_batch.py [--sessions 64,128 --servers 1 --episodes 1024]
 """
 
 from __future__ import annotations
@@ -75,48 +75,57 @@ def drive(urls: list[str], policy, schedule: str, concurrency: int, episodes: in
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=64, help="sessions in play (default 64, as server_batch)")
-    parser.add_argument("--servers", type=int, default=1, help="bandit servers (default 1)")
-    parser.add_argument("--episodes", type=int, default=512, help="episodes per rounds run (default 512)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each contender, interleaved (default 3)")
-    parser.add_argument("--rounds", type=int, default=100, help="batch calls per capacity measurement")
-    args = parser.parse_args()
-    load_before = os.getloadavg()
-    servers = [launch_server(["bandit"], workers=2) for _ in range(args.servers)]
-    urls = [s.url for s in servers]
-    s, e = args.sessions, args.episodes
+def measure(urls: list[str], s: int, e: int, repeats: int, rounds: int) -> dict:
+    """Every contender ``repeats`` times, interleaved with the capacity, at ``s`` sessions in play."""
     contenders = {
         "threads_single_steps": lambda: drive(urls, RandomPolicy(), "threads", 8, max(16, e // 8), False),
         "threads_client_batching": lambda: drive(urls, RandomPolicy(), "threads", s, e // 2, True),
         "rounds_random": lambda: drive(urls, RandomPolicy(), "rounds", s, e, True),
         "rounds_expert": lambda: drive(urls, ExpertPolicy(), "rounds", s, e, True),
     }
+    drive(urls, RandomPolicy(), "rounds", s, s, True)  # warm the server and the imports
+    runs: dict[str, list[dict]] = {name: [] for name in ["capacity", *contenders]}
+    for _ in range(repeats):
+        runs["capacity"].append(capacity(urls, s, rounds))
+        for name, run in contenders.items():
+            runs[name].append(run())
+    runs["capacity"].append(capacity(urls, s, rounds))
+    median = {name: statistics.median(r["steps_per_s"] for r in results) for name, results in runs.items()}
+    return {
+        "median_steps_per_s": median,
+        "share_of_batch_capacity": {name: median[name] / median["capacity"] for name in contenders},
+        "speedup_rounds_over_single_steps": median["rounds_random"] / median["threads_single_steps"],
+        "runs": runs,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", default="64,128", help="sessions in play, comma-separated (default 64,128)")
+    parser.add_argument("--servers", type=int, default=1, help="bandit servers (default 1)")
+    parser.add_argument("--episodes", type=int, default=1024, help="episodes per rounds run (default 1024)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each contender, interleaved (default 3)")
+    parser.add_argument("--rounds", type=int, default=200, help="batch calls per capacity measurement")
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    servers = [launch_server(["bandit"], workers=2) for _ in range(args.servers)]
+    urls = [s.url for s in servers]
     try:
-        drive(urls, RandomPolicy(), "rounds", s, s, True)  # warm the server and the imports
-        runs: dict[str, list[dict]] = {name: [] for name in ["capacity", *contenders]}
-        for _ in range(args.repeats):
-            runs["capacity"].append(capacity(urls, s, args.rounds))
-            for name, run in contenders.items():
-                runs[name].append(run())
-        runs["capacity"].append(capacity(urls, s, args.rounds))
+        by_sessions = {
+            str(s): measure(urls, s, args.episodes, args.repeats, args.rounds)
+            for s in (int(x) for x in args.sessions.split(","))
+        }
     finally:
         for server in servers:
             server.stop()
-    median = {name: statistics.median(r["steps_per_s"] for r in results) for name, results in runs.items()}
     write_result(
         "driver_batch",
         {
-            "command": f"python bench/bench_driver_batch.py --sessions {s} --servers {args.servers} --episodes {e} "
-            f"--repeats {args.repeats}",
-            "sessions": s,
+            "command": f"python bench/bench_driver_batch.py --sessions {args.sessions} --servers {args.servers} "
+            f"--episodes {args.episodes} --repeats {args.repeats}",
             "servers": args.servers,
-            "median_steps_per_s": median,
-            "share_of_batch_capacity": {name: median[name] / median["capacity"] for name in contenders},
-            "speedup_rounds_over_single_steps": median["rounds_random"] / median["threads_single_steps"],
+            "by_sessions_in_play": by_sessions,
             "target": "a scripted policy (rounds) reaches >= 0.9 of the server's batch capacity",
-            "runs": runs,
             "loadavg_before": load_before,
             "loadavg_after": os.getloadavg(),
         },
