@@ -11,6 +11,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,7 @@ def test_a_dead_actor_fails_only_its_sessions_and_reset_replaces_them(pool):
         env.reset(seed=index)
     victim = envs[0].host
     pool.ray.kill(victim.handle)
+    _wait_until_dead(pool, victim.handle)
     answers = pool.step_many(envs, ["pull[0]"] * 8)
     lost = [env for env, answer in zip(envs, answers, strict=True) if isinstance(answer, SessionLost)]
     assert lost and all(env.host is victim for env in lost), "only the killed actor's sessions fail"
@@ -72,6 +74,18 @@ def test_a_dead_actor_fails_only_its_sessions_and_reset_replaces_them(pool):
     assert lost[0].host is not victim and lost[0].step("pull[0]")[0], "reset opened a replacement session"
     for env in envs:
         env.close()
+
+
+def _wait_until_dead(pool, handle, timeout_s: float = 30.0) -> None:
+    """``ray.kill`` is asynchronous: a call sent right after it may still be answered."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            pool.ray.get(handle.node_id.remote(), timeout=5)
+        except pool.ray.exceptions.RayActorError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the killed actor still answers after {timeout_s:g} s")
 
 
 def test_the_rollout_driver_plays_ray_sessions_in_rounds_as_in_process(pool):
