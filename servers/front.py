@@ -128,12 +128,13 @@ class Front:
         raw = await read_body(receive)
         if raw is None:
             return  # the client went away before its body arrived
-        if self._inline(native, session_id, raw):
-            status, headers, body = self.answer(native, session_id, authorization, raw)
+        request = self._parse(native, raw)
+        if self._inline(session_id, request):
+            status, headers, body = self.answer(native, session_id, authorization, request)
         else:
             loop = asyncio.get_running_loop()
             status, headers, body = await loop.run_in_executor(
-                self.executor, self.answer, native, session_id, authorization, raw
+                self.executor, self.answer, native, session_id, authorization, request
             )
         head = [JSON, (b"content-length", str(len(body)).encode())]
         head += [(name.lower().encode(), value.encode()) for name, value in headers.items()]
@@ -141,26 +142,34 @@ class Front:
         await send({"type": "http.response.body", "body": body})
         record_request(self.manager.metrics, native.label, status, started)
 
-    def _inline(self, native: _Native, session_id: str, raw: bytes) -> bool:
+    @staticmethod
+    def _parse(native: _Native, raw: bytes) -> dict[str, Any] | AgentEnvsError:
+        """The body as a JSON object, parsed once, or the error to answer (after the token check)."""
+        try:
+            return protocol.parse_json_object(raw, empty_ok=native.route.name in EMPTY_OK)
+        except AgentEnvsError as exc:
+            return exc
+
+    def _inline(self, session_id: str, request: dict[str, Any] | AgentEnvsError) -> bool:
         """Whether every session the request touches lives in the server process (so it cannot block)."""
         if session_id:
             return self.manager.runs_inline(session_id)
-        try:
-            steps = protocol.parse_json_object(raw).get("steps")
-        except AgentEnvsError:
-            return True  # answered at once with its error
+        steps = request.get("steps") if isinstance(request, dict) else None
         if not isinstance(steps, list):
-            return True
+            return True  # answered at once with its error
         ids = [item.get("session_id") for item in steps if isinstance(item, dict)]
         return all(isinstance(i, str) and self.manager.runs_inline(i) for i in ids)
 
-    def answer(self, native: _Native, session_id: str, authorization: bytes, raw: bytes) -> Answer:
+    def answer(
+        self, native: _Native, session_id: str, authorization: bytes, request: dict[str, Any] | AgentEnvsError
+    ) -> Answer:
         """The answer to one native request: its JSON, or the protocol's error for what went wrong."""
         metrics = self.manager.metrics
         try:
             owner = self.auth({"Authorization": authorization.decode("latin-1")})
-            body = protocol.parse_json_object(raw, empty_ok=native.route.name in EMPTY_OK)
-            return 200, {}, native.answer(self.manager, session_id, body, owner)
+            if isinstance(request, AgentEnvsError):
+                raise request
+            return 200, {}, native.answer(self.manager, session_id, request, owner)
         except AgentEnvsError as exc:
             return error_answer(exc, metrics, self.manager.config.retry_after_s)
         except Exception as exc:
