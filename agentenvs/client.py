@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -313,6 +313,17 @@ def seed_for_reset(env: gym.Env, seed: int | None) -> Any:
     return seed
 
 
+def batch_groups(envs: Sequence[Any], actions: Sequence[Any], key: Callable[[Any], Any]) -> list[list[int]]:
+    """The indexes of ``envs`` grouped by ``key(env)`` (the client or actor that steps them in one call),
+    after checking that every env has its action."""
+    if len(envs) != len(actions):
+        raise InvalidArgument(f"step_many got {len(envs)} envs and {len(actions)} actions")
+    groups: dict[int, list[int]] = {}
+    for index, env in enumerate(envs):
+        groups.setdefault(id(key(env)), []).append(index)
+    return list(groups.values())
+
+
 def _uses_default_grammar(name: str) -> bool:
     """Whether the environment's class is importable here and keeps ``TextEnv``'s default ``extract_action``."""
     from agentenvs.core import TextEnv
@@ -383,11 +394,7 @@ class EnvPool:
 
         One item per env, in order, as in :meth:`Client.step_many`: the step's tuple, or its exception.
         """
-        if len(envs) != len(actions):
-            raise InvalidArgument(f"step_many got {len(envs)} envs and {len(actions)} actions")
-        by_client: dict[int, list[int]] = {}
-        for index, env in enumerate(envs):
-            by_client.setdefault(id(env.client), []).append(index)
+        groups = batch_groups(envs, actions, lambda env: env.client)
         results: list[Any] = [None] * len(envs)
 
         def step_server(indexes: list[int]) -> None:
@@ -399,7 +406,6 @@ class EnvPool:
             for index, answer in zip(indexes, answers, strict=True):
                 results[index] = answer
 
-        groups = list(by_client.values())
         if len(groups) == 1:
             step_server(groups[0])
         else:

@@ -33,8 +33,9 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from agentenvs.actions import ExtractedAction
-from agentenvs.client import seed_for_reset
-from agentenvs.errors import AgentEnvsError, InvalidArgument, MissingDependency
+from agentenvs.client import batch_groups, seed_for_reset
+from agentenvs.errors import AgentEnvsError, InvalidArgument
+from agentenvs.integrations import require
 from agentenvs.protocol import AtCapacity
 from agentenvs.ray_host import EnvHost
 
@@ -56,14 +57,6 @@ class SessionFailure:
     env: str
     node_id: str
     error: str
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise MissingDependency("RayEnvPool needs Ray: pip install 'ray==2.60.0'") from exc
-    return ray
 
 
 class _Host:
@@ -126,7 +119,7 @@ class RayEnvPool:
             os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
         os.environ["RAY_AUTH_MODE"] = "token"
         imported_before = "ray" in sys.modules
-        self.ray = _ray()
+        self.ray = require("integrations-cpu", "ray", "RayEnvPool")
         if imported_before:  # Ray read its config at import: have it read the token mode again
             self.ray._raylet.Config.initialize("")
         if self.ray.is_initialized():
@@ -257,13 +250,8 @@ class RayEnvPool:
     def step_many(self, envs: Sequence[RayEnv], actions: Sequence[Any]) -> list[Any]:
         """Step many sessions: one call per actor, all in flight at once. One item per env, in order:
         the step's tuple or its exception (:class:`SessionLost` for a session whose actor died)."""
-        if len(envs) != len(actions):
-            raise InvalidArgument(f"step_many got {len(envs)} envs and {len(actions)} actions")
-        groups: dict[int, list[int]] = {}
-        for index, env in enumerate(envs):
-            groups.setdefault(id(env.host), []).append(index)
         calls = []
-        for indexes in groups.values():
+        for indexes in batch_groups(envs, actions, lambda env: env.host):
             host = envs[indexes[0]].host
             items = [(envs[i].session_id, actions[i]) for i in indexes]
             calls.append((host, indexes, host.handle.step_many.remote(items)))
