@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -32,18 +33,12 @@ def private_network_command(argv: list[str]) -> list[str] | None:
     unshare, ip = shutil.which("unshare"), shutil.which("ip")
     if unshare is None or ip is None:
         return None
-    inner = f"{ip} link set lo up && exec " + " ".join(_quote(a) for a in argv)
+    inner = f"{ip} link set lo up && exec " + shlex.join(argv)
     for flags in (["--net"], ["--user", "--map-root-user", "--net"]):
         probe = subprocess.run([unshare, *flags, ip, "link", "set", "lo", "up"], capture_output=True)
         if probe.returncode == 0:
             return [unshare, *flags, "sh", "-c", inner]
     return None
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def _free_port() -> int:
