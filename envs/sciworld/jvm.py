@@ -118,6 +118,7 @@ class ScienceWorldJVM:
         if gateway is not None:
             with contextlib.suppress(Exception):
                 gateway.close()
+            _mark_disconnected(gateway)
         if process is None:
             return
         with contextlib.suppress(Exception):
@@ -169,6 +170,19 @@ class ScienceWorldJVM:
             return None
 
 
+def _mark_disconnected(gateway: Any) -> None:
+    """Stop py4j from contacting this JVM again.
+
+    ``JavaGateway.close()`` only closes sockets and keeps the client "connected". So every Java
+    object still alive would try to reconnect when it is garbage collected, to free itself on a
+    JVM that is gone. Each try logs a refused connection with its traceback, from inside the
+    garbage collector. On Python 3.11 formatting that traceback parses source, and a parse nested in
+    another one (pytest rewriting an import) fails with "AST constructor recursion depth mismatch".
+    A disconnected client skips those frees.
+    """
+    gateway._gateway_client.is_connected = False
+
+
 def python_rss_mb() -> float:
     """Resident memory of this Python process in MB."""
     import psutil
@@ -211,6 +225,8 @@ def _close_inherited_pipes() -> None:
         if process is not None and process.stdin is not None:
             with contextlib.suppress(OSError):
                 process.stdin.close()
+        if jvm._gateway is not None:  # its sockets are the parent's: frees sent on them would reach the parent's JVM
+            _mark_disconnected(jvm._gateway)
         jvm._gateway = jvm._server = jvm.process = None
     _LIVE.clear()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import os
 import signal
 import subprocess
@@ -319,6 +320,20 @@ def test_close_ends_the_jvm():
     environment.close()
     assert wait_gone(pid, timeout=10)
     environment.close()
+
+
+def test_java_objects_that_outlive_their_jvm_are_collected_without_reconnecting(caplog):
+    """py4j would try to reconnect to free each one, logging a traceback from inside the garbage collector."""
+    environment = agentenvs.make("sciworld")
+    environment.reset(seed=0, options={"task_id": short_task()["task_id"]})
+    leftover = environment.jvm._server
+    pid = environment.jvm.pid
+    environment.close()
+    assert wait_gone(pid, timeout=10)
+    with caplog.at_level("DEBUG", logger="py4j"):
+        del leftover
+        gc.collect()
+    assert [record.getMessage() for record in caplog.records if record.name.startswith("py4j")] == []
 
 
 OWNER = textwrap.dedent(
