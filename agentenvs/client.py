@@ -148,25 +148,26 @@ class Client:
         """Open a session of environment ``name`` (keywords go to its constructor on the server)."""
         return RemoteEnv(self, name, privileged=privileged, **kwargs)
 
-    def step_many(self, envs: Sequence[RemoteEnv], actions: Sequence[str]) -> list[Any]:
+    def step_many(self, envs: Sequence[RemoteEnv], actions: Sequence[Any]) -> list[Any]:
         """Step many sessions of this server in one ``POST /v1/batch/step`` (safe to retry, like ``step``).
 
-        Returns one item per env: the ``(observation, reward, terminated, truncated, info)`` tuple, or the
-        exception of that item (which is returned, not raised, so one failed session does not hide the rest).
+        An action may be a :class:`~agentenvs.protocol.Reset`: that session starts its next episode in
+        the same call. Returns one item per env: the ``(observation, reward, terminated, truncated, info)``
+        tuple (``(observation, info)`` for a reset), or the exception of that item (which is returned,
+        not raised, so one failed session does not hide the rest).
         """
-        if len(envs) != len(actions):
-            raise InvalidArgument(f"step_many got {len(envs)} envs and {len(actions)} actions")
+        check_pairs(envs, actions)
         if any(env.client is not self for env in envs):
             raise InvalidArgument("step_many takes envs of this client only (group an EnvPool's envs by env.client)")
-        steps = [
-            {"session_id": env.session_id, "action": a, "turn": env.turn} for env, a in zip(envs, actions, strict=True)
-        ]
+        items = [env._batch_item(action) for env, action in zip(envs, actions, strict=True)]
         busy_wait_s = max((env.step_timeout_s for env in envs), default=0.0)
-        answers = self.call("batch_step", body={"steps": steps}, busy_wait_s=busy_wait_s)["results"]
+        answers = self.call("batch_step", body={"steps": items}, busy_wait_s=busy_wait_s)["results"]
         results: list[Any] = []
-        for env, answer in zip(envs, answers, strict=True):
+        for env, action, answer in zip(envs, actions, answers, strict=True):
             if "error" in answer:
                 results.append(protocol.error_from_answer(0, answer))
+            elif isinstance(action, protocol.Reset):
+                results.append(env._accept_reset(answer))
             else:
                 results.append(env._accept(protocol.StepAnswer.from_json(answer)))
         return results
@@ -233,10 +234,19 @@ class RemoteEnv(gym.Env[str, str]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         seed = seed_for_reset(self, seed)
-        answer = self.client.call("reset", self.session_id, {"seed": seed, "options": options})
+        return self._accept_reset(self.client.call("reset", self.session_id, {"seed": seed, "options": options}))
+
+    def _accept_reset(self, answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self._turn, self._done = 0, False
         self._last_observation = answer["observation"]
         return answer["observation"], answer["info"]
+
+    def _batch_item(self, action: Any) -> dict[str, Any]:
+        """This session's item in a batch call: its step, or its reset for a :class:`~agentenvs.protocol.Reset`."""
+        if isinstance(action, protocol.Reset):
+            seed = seed_for_reset(self, action.seed)
+            return {"session_id": self.session_id, "reset": {"seed": seed, "options": action.options}}
+        return {"session_id": self.session_id, "action": action, "turn": self._turn}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if not isinstance(action, str):
@@ -313,11 +323,15 @@ def seed_for_reset(env: gym.Env, seed: int | None) -> Any:
     return seed
 
 
+def check_pairs(envs: Sequence[Any], actions: Sequence[Any]) -> None:
+    if len(envs) != len(actions):
+        raise InvalidArgument(f"step_many got {len(envs)} envs and {len(actions)} actions: give one action per env")
+
+
 def batch_groups(envs: Sequence[Any], actions: Sequence[Any], key: Callable[[Any], Any]) -> list[list[int]]:
     """The indexes of ``envs`` grouped by ``key(env)`` (the client or actor that steps them in one call),
     after checking that every env has its action."""
-    if len(envs) != len(actions):
-        raise InvalidArgument(f"step_many got {len(envs)} envs and {len(actions)} actions")
+    check_pairs(envs, actions)
     groups: dict[int, list[int]] = {}
     for index, env in enumerate(envs):
         groups.setdefault(id(key(env)), []).append(index)

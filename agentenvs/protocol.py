@@ -301,12 +301,34 @@ class StepRequest:
 
 @dataclass(frozen=True)
 class BatchItem:
+    """A step in a batch."""
+
     session_id: str
     action: str
     turn: int
 
 
-def parse_batch(body: dict[str, Any]) -> list[BatchItem | AgentEnvsError]:
+@dataclass(frozen=True)
+class BatchReset:
+    """A reset in a batch: the session starts a new episode, answered as ``POST .../reset`` answers."""
+
+    session_id: str
+    request: ResetRequest
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Passed to ``step_many`` in place of an action: reset that session in the same batch call.
+
+    A driver starts the next episode of a session in the call that steps the others, so a reset costs no
+    round-trip of its own; its result is ``(observation, info)``.
+    """
+
+    seed: int | None = None
+    options: dict[str, Any] | None = None
+
+
+def parse_batch(body: dict[str, Any]) -> list[BatchItem | BatchReset | AgentEnvsError]:
     """The items of a batch step; a bad item becomes its error, so the other items still run."""
     _check_fields(body, {"steps"}, "POST /v1/batch/step")
     steps = body.get("steps")
@@ -314,18 +336,26 @@ def parse_batch(body: dict[str, Any]) -> list[BatchItem | AgentEnvsError]:
         raise MalformedRequest('POST /v1/batch/step needs {"steps": [{"session_id", "action", "turn"}, ...]}')
     if len(steps) > MAX_BATCH:
         raise RequestTooLarge(f"a batch holds at most {MAX_BATCH} steps, got {len(steps)}; split it")
-    items: list[BatchItem | AgentEnvsError] = []
+    items: list[BatchItem | BatchReset | AgentEnvsError] = []
     for index, item in enumerate(steps):
-        what = f"steps[{index}]"
         try:
-            if not isinstance(item, dict):
-                raise MalformedRequest(f"{what} must be an object {{session_id, action, turn}}")
-            _check_fields(item, {"session_id", "action", "turn"}, what)
-            session_id = _require(item, "session_id", str, what, "a session id from POST /v1/sessions")
-            items.append(BatchItem(session_id, _parse_action(item, what), _parse_turn(item, what)))
+            items.append(_parse_batch_item(item, f"steps[{index}]"))
         except AgentEnvsError as exc:
             items.append(exc)
     return items
+
+
+def _parse_batch_item(item: Any, what: str) -> BatchItem | BatchReset:
+    if not isinstance(item, dict):
+        raise MalformedRequest(f"{what} must be an object {{session_id, action, turn}} or {{session_id, reset}}")
+    _check_fields(item, {"session_id", "reset"} if "reset" in item else {"session_id", "action", "turn"}, what)
+    session_id = _require(item, "session_id", str, what, "a session id from POST /v1/sessions")
+    if "reset" not in item:
+        return BatchItem(session_id, _parse_action(item, what), _parse_turn(item, what))
+    reset = item["reset"]
+    if not isinstance(reset, dict):
+        raise MalformedRequest(f'{what}: \'reset\' must be an object such as {{"seed": 0, "options": {{}}}}')
+    return BatchReset(session_id, ResetRequest.parse(reset))
 
 
 def parse_state(body: dict[str, Any]) -> dict[str, Any]:

@@ -115,14 +115,16 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         {
             "steps": {
                 "type": "array",
-                "description": f"at most {MAX_BATCH} items {{session_id, action, turn}} (413 past that); each item "
-                "is checked on its own, and a bad one gets an error in its place in the answer",
+                "description": f"at most {MAX_BATCH} items (413 past that): a step {{session_id, action, turn}} "
+                "or a reset {session_id, reset: {seed, options}}; each item is checked on its own, and a bad one "
+                "gets an error in its place in the answer",
                 "items": {},
             }
         },
     ),
     "BatchAnswer": _object(
-        ["results"], {"results": {"type": "array", "items": {"oneOf": [ref("StepAnswer"), ref("Error")]}}}
+        ["results"],
+        {"results": {"type": "array", "items": {"oneOf": [ref("StepAnswer"), ref("Observation"), ref("Error")]}}},
     ),
     "Extract": _object(["response"], {"response": {"type": "string"}}),
     "Extracted": _object(["extracted"], {"extracted": {**SPAN, "nullable": True}}),

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentenvs.actions import ExtractedAction
 from agentenvs.errors import AgentEnvsError, EnvFailed
-from agentenvs.protocol import UnknownSession
+from agentenvs.protocol import Reset, UnknownSession
 
 
 class EnvHost:
@@ -46,11 +46,15 @@ class EnvHost:
         return self._env(session_id).step(action)
 
     def step_many(self, items: list[tuple[str, Any]]) -> list[Any]:
-        """One answer per ``(session_id, action)``: the step's tuple, or its error as a value."""
+        """One answer per ``(session_id, action)``: the step's tuple (a reset's for a
+        :class:`~agentenvs.protocol.Reset`), or its error as a value."""
         answers: list[Any] = []
         for session_id, action in items:
             try:
-                answers.append(self.step(session_id, action))
+                if isinstance(action, Reset):
+                    answers.append(self.reset(session_id, action.seed, action.options))
+                else:
+                    answers.append(self.step(session_id, action))
             except AgentEnvsError as exc:
                 answers.append(exc)
             except Exception as exc:  # an engine crash fails this session's step only

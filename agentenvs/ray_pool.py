@@ -36,7 +36,7 @@ from agentenvs.actions import ExtractedAction
 from agentenvs.client import batch_groups, seed_for_reset
 from agentenvs.errors import AgentEnvsError, InvalidArgument
 from agentenvs.integrations import require
-from agentenvs.protocol import AtCapacity
+from agentenvs.protocol import AtCapacity, Reset
 from agentenvs.ray_host import EnvHost
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
@@ -249,23 +249,41 @@ class RayEnvPool:
 
     def step_many(self, envs: Sequence[RayEnv], actions: Sequence[Any]) -> list[Any]:
         """Step many sessions: one call per actor, all in flight at once. One item per env, in order:
-        the step's tuple or its exception (:class:`SessionLost` for a session whose actor died)."""
-        calls = []
-        for indexes in batch_groups(envs, actions, lambda env: env.host):
-            host = envs[indexes[0]].host
-            items = [(envs[i].session_id, actions[i]) for i in indexes]
-            calls.append((host, indexes, host.handle.step_many.remote(items)))
+        the step's tuple or its exception (:class:`SessionLost` for a session whose actor died). An action
+        may be a :class:`~agentenvs.protocol.Reset`, as in ``EnvPool.step_many``; a lost session's reset
+        reopens it on a live node, as ``reset()`` does."""
+        groups = batch_groups(envs, actions, lambda env: env.host)
         results: list[Any] = [None] * len(envs)
+        sent, answered = list(actions), set()
+        for index, (env, action) in enumerate(zip(envs, actions, strict=True)):
+            if isinstance(action, Reset) and env._lost:
+                results[index] = _reopened(env, action)
+                answered.add(index)
+            elif isinstance(action, Reset):
+                sent[index] = Reset(seed_for_reset(env, action.seed), action.options)
+        calls = []
+        for group in groups:
+            indexes = [i for i in group if i not in answered]
+            if indexes:
+                host = envs[indexes[0]].host
+                items = [(envs[i].session_id, sent[i]) for i in indexes]
+                calls.append((host, indexes, host.handle.step_many.remote(items)))
         for host, indexes, ref in calls:
             try:
                 answers = self.ray.get(ref)
             except self.ray.exceptions.RayActorError as exc:
                 answers = [self._lost(host, envs[i].session_id, exc) for i in indexes]
             for index, answer in zip(indexes, answers, strict=True):
-                if isinstance(answer, SessionLost):
-                    envs[index]._lost = True
-                results[index] = envs[index]._accept(answer) if isinstance(answer, tuple) else answer
+                results[index] = self._accept_item(envs[index], sent[index], answer)
         return results
+
+    @staticmethod
+    def _accept_item(env: RayEnv, action: Any, answer: Any) -> Any:
+        if isinstance(answer, SessionLost):
+            env._lost = True
+        if not isinstance(answer, tuple):
+            return answer
+        return env._accept_reset(*answer) if isinstance(action, Reset) else env._accept(answer)
 
     def load(self) -> dict[str, int]:
         """Open sessions per Ray node id."""
@@ -358,7 +376,9 @@ class RayEnv(gym.Env[str, str]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         if self._lost:  # the actor died: a replacement session on a live node
             self._open()
-        observation, info = self._call("reset", seed_for_reset(self, seed), options)
+        return self._accept_reset(*self._call("reset", seed_for_reset(self, seed), options))
+
+    def _accept_reset(self, observation: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self._turn, self._done, self._last_observation = 0, False, observation
         return observation, info
 
@@ -398,3 +418,11 @@ class RayEnv(gym.Env[str, str]):
             with contextlib.suppress(AgentEnvsError):
                 self._call("close")
         self.pool.forget(self.host, self.session_id)
+
+
+def _reopened(env: RayEnv, reset: Reset) -> Any:
+    """The reset of a session whose actor died: reopened on a live node, or the error of trying."""
+    try:
+        return env.reset(seed=reset.seed, options=reset.options)
+    except AgentEnvsError as exc:
+        return exc

@@ -23,6 +23,7 @@ from agentenvs.errors import AgentEnvsError, EnvFailed, InvalidArgument, Unknown
 from agentenvs.protocol import (
     AtCapacity,
     BatchItem,
+    BatchReset,
     CreateSession,
     ResetRequest,
     ShuttingDown,
@@ -311,49 +312,76 @@ class SessionManager:
         finally:
             self._table.release(session)
 
-    def batch_step(self, items: list[BatchItem | AgentEnvsError], owner: bytes | None = None) -> list[bytes]:
-        """One answer per item, in order: a step answer or ``{"error": ...}``; items on one worker go as one call."""
+    def batch_step(
+        self, items: list[BatchItem | BatchReset | AgentEnvsError], owner: bytes | None = None
+    ) -> list[bytes]:
+        """One answer per item, in order: a step's or a reset's answer, or ``{"error": ...}``.
+
+        The steps on one worker go to it as one call. Resets go along in that call to the server process
+        (an inline environment resets at once) but as a call each to a worker process, whose threads then
+        run them side by side (an engine's reset may take seconds).
+        """
         results: list[bytes | None] = [None] * len(items)
         held: list[Session] = []
-        groups: dict[int, list[tuple[int, Session, BatchItem]]] = {}
+        groups: dict[Any, list[tuple[int, Session, BatchItem | BatchReset]]] = {}
         for index, item in enumerate(items):
             try:
                 if isinstance(item, AgentEnvsError):
                     raise item
                 session = self._table.acquire(item.session_id, owner)
                 held.append(session)
-                stored = self._stored_or_check(session, item.turn)
-                if stored is not None:
-                    results[index] = stored
-                    continue
-                groups.setdefault(id(session.worker), []).append((index, session, item))
+                key: Any = id(session.worker)
+                if isinstance(item, BatchItem):
+                    stored = self._stored_or_check(session, item.turn)
+                    if stored is not None:
+                        results[index] = stored
+                        continue
+                elif session.worker is not self._pool.inline:
+                    key = ("reset", index)
+                groups.setdefault(key, []).append((index, session, item))
             except AgentEnvsError as exc:
                 results[index] = _error_item(exc, self.metrics)
         try:
-            calls = [
-                (group, group[0][1].worker.call("batch", None, [(s.id, it.action) for _, s, it in group]))
-                for group in groups.values()
-            ]
-            deadline = time.monotonic() + self.config.step_timeout_s
-            for group, future in calls:
-                try:
-                    answers = future.result(max(0.0, deadline - time.monotonic())).payload
-                except FutureTimeout:
-                    answers = [None] * len(group)
-                except EnvFailed as exc:
-                    answers = [failed(str(exc))] * len(group)
-                for (index, session, item), answer in zip(group, answers, strict=False):
-                    results[index] = self._batch_answer(session, item, answer)
+            self._run_batch(list(groups.values()), results)
         finally:
             for session in held:
                 self._table.release(session)
         return [r if r is not None else b"null" for r in results]
 
-    def _batch_answer(self, session: Session, item: BatchItem, answer: Outcome | None) -> bytes:
+    def _run_batch(self, groups: list[list[tuple[int, Session, Any]]], results: list[bytes | None]) -> None:
+        """Send every group as one worker call, all at once, and put their answers in ``results``.
+
+        A group with a reset has the setup time limit, one of steps only the step time limit."""
+        started = time.monotonic()
+        calls = []
+        for group in groups:
+            resets = any(isinstance(item, BatchReset) for _, _, item in group)
+            timeout = self.config.setup_timeout_s if resets else self.config.step_timeout_s
+            work = [(s.id, "reset", (it.request.seed, it.request.options)) if isinstance(it, BatchReset)
+                    else (s.id, "step", (it.action,)) for _, s, it in group]  # fmt: skip
+            calls.append((group, timeout, group[0][1].worker.call("batch", None, work)))
+        for group, timeout, future in calls:
+            try:
+                answers = future.result(max(0.0, started + timeout - time.monotonic())).payload
+            except FutureTimeout:
+                answers = [None] * len(group)
+            except EnvFailed as exc:
+                answers = [failed(str(exc))] * len(group)
+            for (index, session, item), answer in zip(group, answers, strict=False):
+                results[index] = self._batch_answer(session, item, answer, timeout)
+
+    def _batch_answer(
+        self, session: Session, item: BatchItem | BatchReset, answer: Outcome | None, timeout: float
+    ) -> bytes:
+        reset = isinstance(item, BatchReset)
         try:
             if answer is None:
-                raise self._timed_out(session, "step", self.config.step_timeout_s)
-            return self._record_step(session, item.turn, self._unpack(session, answer))
+                raise self._timed_out(session, "reset" if reset else "step", timeout)
+            result: Result = self._unpack(session, answer)
+            if not reset:
+                return self._record_step(session, item.turn, result)
+            session.turn, session.done, session.last_step = result.turn, result.done, None
+            return result.body
         except AgentEnvsError as exc:
             return _error_item(exc, self.metrics)
 

@@ -50,8 +50,8 @@ class EnvHost:
             return self._guarded(lambda: self._describe_env(*args), "describe")
         if op == "ping":
             return Outcome(True, "pong")
-        if op == "batch":
-            return Outcome(True, [self.handle("step", sid, (action,)) for sid, action in args])
+        if op == "batch":  # items (session_id, op, args): steps and resets of one batch, in order
+            return Outcome(True, [self.handle(item_op, sid, item_args) for sid, item_op, item_args in args])
         assert session_id is not None
         with self.lock(session_id):
             if op == "create":

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentenvs.errors import EpisodeOver
+from agentenvs.protocol import Reset
 from agentenvs.ray_pool import RayEnvPool, SessionLost
 from agentenvs.registry import make
 from agentenvs.rollout.driver import RolloutConfig, run_rollouts
@@ -48,6 +49,17 @@ def test_step_many_answers_as_in_process_with_one_call_per_actor(pool):
         env.close()
 
 
+def test_step_many_resets_sessions_given_a_reset(pool):
+    envs = pool.make_many("bandit", 3)
+    twin = make("bandit")
+    envs[0].reset(seed=2)
+    answers = pool.step_many(envs, ["pull[0]", Reset(seed=4), Reset(seed=4, options={"split": "test"})])
+    assert answers[0][4]["turn"] == 1 and answers[1] == twin.reset(seed=4)
+    assert answers[2] == twin.reset(seed=4, options={"split": "test"}) and envs[2].turn == 0
+    for env in envs:
+        env.close()
+
+
 def test_one_sessions_error_comes_back_as_its_item(pool):
     finished, going = pool.make("bandit", max_turns=1), pool.make("bandit")
     for env in (finished, going):
@@ -72,6 +84,8 @@ def test_a_dead_actor_fails_only_its_sessions_and_reset_replaces_them(pool):
     assert {f.session_id for f in pool.failures} >= {env.session_id for env in lost}
     lost[0].reset(seed=3)
     assert lost[0].host is not victim and lost[0].step("pull[0]")[0], "reset opened a replacement session"
+    (again,) = pool.step_many(lost[1:2], [Reset(seed=3)])
+    assert lost[1].host is not victim and again[0], "a Reset in step_many also opens a replacement"
     for env in envs:
         env.close()
 

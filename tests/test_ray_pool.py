@@ -26,4 +26,4 @@ def run_checks_privately(checks: str, timeout_s: int) -> subprocess.CompletedPro
 def test_ray_env_pool_on_a_local_one_node_ray():
     answer = run_checks_privately(str(HERE / "ray_pool_checks.py"), timeout_s=400)
     assert answer.returncode == 0, answer.stdout[-4000:] + answer.stderr[-2000:]
-    assert "6 passed" in answer.stdout and "skipped" not in answer.stdout, answer.stdout[-2000:]
+    assert "7 passed" in answer.stdout and "skipped" not in answer.stdout, answer.stdout[-2000:]

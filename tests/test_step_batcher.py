@@ -10,6 +10,7 @@ import pytest
 
 import agentenvs
 from agentenvs import errors
+from agentenvs.protocol import Reset
 from agentenvs.servers.launch import ServerProcess, launch_server
 
 ROLLOUT_TESTS = Path(__file__).resolve().parent / "rollout"
@@ -116,3 +117,19 @@ def test_env_pool_steps_many_sessions_over_servers_in_order(servers):
         assert all(env.turn == 1 for env in envs)
         with pytest.raises(errors.InvalidArgument):
             pool.step_many(envs, ["pull[0]"])
+
+
+def test_step_many_resets_the_sessions_given_a_reset_in_the_same_call(servers):
+    """A ``Reset`` in place of an action starts that session's episode as ``env.reset`` does."""
+    with agentenvs.EnvPool([s.url for s in servers], strategy="round_robin") as pool:
+        envs = pool.make_many("bandit", 4)
+        twins = pool.make_many("bandit", 4)
+        for env in envs[:2]:
+            env.reset(seed=9)
+        envs[0].step("pull[0]")
+        actions = ["pull[1]", Reset(seed=5), Reset(seed=6, options={"split": "test"}), Reset()]
+        answers = pool.step_many(envs, actions)
+        assert answers[0][4]["turn"] == 2 and envs[0].turn == 2
+        assert answers[1] == twins[1].reset(seed=5) and answers[2] == twins[2].reset(seed=6, options={"split": "test"})
+        assert answers[3][1]["turn"] == 0 and all(env.turn == 0 and not env.done for env in envs[1:])
+        assert pool.step_many(envs[1:3], ["pull[0]", "pull[0]"]) == [twins[1].step("pull[0]"), twins[2].step("pull[0]")]

@@ -87,6 +87,40 @@ def test_batch_step_with_an_error_per_failed_item(api: Api) -> None:
     assert retried == results[:4], "a retried batch (same turns) must get the stored answers"
 
 
+def test_batch_resets_and_steps_in_one_call(api: Api) -> None:
+    """A reset item starts a session's next episode in the call that steps the others (inline and worker envs)."""
+    counters = [api.open() for _ in range(3)]
+    bandit = api.open("bandit")
+    for session in counters[:2]:
+        api.reset(session)
+    api.step(counters[1], "inc", 0)
+    items = [
+        {"session_id": counters[0], "action": "inc", "turn": 0},
+        {"session_id": counters[1], "reset": {"seed": 3}},
+        {"session_id": counters[2], "reset": {}},
+        {"session_id": bandit, "reset": {"seed": 1, "options": {"split": "test"}}},
+        {"session_id": "f" * 32, "reset": {}},
+        {"session_id": counters[0], "reset": {"seed": -1}},
+        {"session_id": counters[0], "reset": {}, "turn": 0},
+        {"session_id": counters[2], "reset": 5},
+    ]
+    results = api.call("POST", "/v1/batch/step", {"steps": items}).json()["results"]
+    assert results[0]["info"]["turn"] == 1 and results[0]["reward"] == 1.0
+    for reset in results[1:4]:
+        assert set(reset) == {"observation", "info"} and reset["info"]["turn"] == 0
+    codes = [r["error"]["code"] for r in results[4:]]
+    assert codes == ["unknown_session", "invalid_argument", "malformed_request", "malformed_request"]
+    restarted = api.call("POST", "/v1/batch/step", {"steps": [{"session_id": counters[1], "reset": {"seed": 3}}]})
+    assert api.call("GET", f"/v1/sessions/{counters[1]}").json()["turn"] == 0
+    assert restarted.json()["results"][0] == results[1], "the same seed must start the same episode"
+    stale = api.step(counters[1], "inc", 1)
+    assert stale.status_code == 409, "a reset forgets the stored step: its turn does not repeat"
+    assert api.step(counters[1], "inc", 0).json()["info"]["turn"] == 1
+    assert api.step(bandit, "pull[0]", 0).status_code == 200
+    for session in [*counters, bandit]:
+        api.call("DELETE", f"/v1/sessions/{session}")
+
+
 def test_privileged_info_only_for_privileged_sessions(api: Api) -> None:
     plain, privileged = api.open(), api.open(privileged=True)
     assert "privileged" not in api.reset(plain)["info"]
