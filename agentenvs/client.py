@@ -24,23 +24,15 @@ from agentenvs.actions import ExtractedAction, extract_action
 from agentenvs.errors import AgentEnvsError, InvalidActionType, InvalidArgument
 from agentenvs.protocol import AtCapacity, ServerUnreachable, SessionBusy
 from agentenvs.step_batcher import StepBatcher
+from agentenvs.transport import TransportFailed, TransportTimeout, transport_for
 
 DEFAULT_TIMEOUT_S = (5.0, 120.0)
 """(connect, read) seconds; the read limit is above the server's default step limit, so 504 comes first."""
 
 
-def _requests() -> Any:
-    try:
-        import requests
-    except ImportError as exc:
-        from agentenvs.errors import MissingDependency
-
-        raise MissingDependency("the HTTP client needs requests: pip install 'agentenvs[server]'") from exc
-    return requests
-
-
 class Client:
-    """A connection to one server: a keep-alive ``requests.Session``, the token, timeouts and retries."""
+    """A connection to one server: keep-alive connections (``agentenvs/transport.py``), the token, timeouts
+    and retries. ``pool_size`` bounds the connections requests keeps for an ``https://`` or proxied server."""
 
     def __init__(
         self,
@@ -59,34 +51,23 @@ class Client:
         self.retries = retries
         self.backoff_s = backoff_s
         self.pool_size = pool_size
-        self._http = self._new_session()
+        self._transport = self._new_transport()
         self.batcher = StepBatcher(self) if batch_steps else None
         """With ``batch_steps``, steps of this client's sessions made at the same time share one batch call."""
 
-    def _new_session(self) -> Any:
-        requests = _requests()
-        http = requests.Session()
-        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
-        http.mount("http://", adapter)
-        http.mount("https://", adapter)
-        http.headers["Accept"] = "application/json"
-        # The proxy settings of the environment, read once: with trust_env, requests rescans os.environ
-        # (and .netrc) on every call, a fifth of a millisecond per step.
-        http.proxies.update(requests.utils.get_environ_proxies(self.url))
-        http.trust_env = False
-        if self.token:
-            http.headers["Authorization"] = f"Bearer {self.token}"
-        return http
+    def _new_transport(self) -> Any:
+        headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {self.token}"} if self.token else {})
+        return transport_for(self.url, headers, self.timeout, self.pool_size)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_http", "batcher")} | {
+        return {k: v for k, v in self.__dict__.items() if k not in ("_transport", "batcher")} | {
             "batch_steps": self.batcher is not None
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         batch_steps = state.pop("batch_steps")
         self.__dict__.update(state)
-        self._http = self._new_session()
+        self._transport = self._new_transport()
         self.batcher = StepBatcher(self) if batch_steps else None
 
     def __repr__(self) -> str:
@@ -98,7 +79,6 @@ class Client:
         ``retry`` repeats the call after a transport failure; ``busy_wait_s`` also waits out ``session_busy``
         answers for that long (a retried step whose first attempt is still running on the server).
         """
-        requests = _requests()
         data = None if body is None else protocol.dumps(body)
         headers = {"Content-Type": "application/json"} if data is not None else None
         attempts = itertools.count()
@@ -106,27 +86,24 @@ class Client:
         while True:
             attempt = next(attempts)
             try:
-                answer = self._http.request(method, self.url + path, data=data, headers=headers, timeout=self.timeout)
-            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+                answer = self._transport.send(method, path, data, headers)
+            except TransportFailed as exc:
                 if not retry or attempt >= self.retries:
                     raise ServerUnreachable(
                         f"{method} {self.url}{path} failed after {attempt + 1} attempt(s): {exc}; is the server up?"
                     ) from None
                 time.sleep(self.backoff_s * (2**attempt) if attempt else 0.0)
                 continue
-            except requests.Timeout as exc:
+            except TransportTimeout as exc:
                 raise protocol.StepTimeout(
                     f"{method} {self.url}{path}: no answer within {self.timeout} s ({exc})"
                 ) from None
-            if answer.status_code == 204:
+            if answer.status == 204:
                 return None
-            try:
-                payload = answer.json()
-            except ValueError:
-                payload = answer.text
-            if answer.status_code < 400:
+            payload = answer.payload()
+            if answer.status < 400:
                 return payload
-            error = protocol.error_from_answer(answer.status_code, payload, answer.headers.get("Retry-After"))
+            error = protocol.error_from_answer(answer.status, payload, answer.headers.get("Retry-After"))
             if isinstance(error, SessionBusy) and time.monotonic() < deadline:
                 time.sleep(self.backoff_s)
                 continue
@@ -173,7 +150,7 @@ class Client:
         return results
 
     def close(self) -> None:
-        self._http.close()
+        self._transport.close()
 
 
 def connect(url: str, token: str | None = None, **options: Any) -> Client:

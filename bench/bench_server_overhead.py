@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import requests
 from common import summarize, write_result  # bench/common.py: scripts run as `python bench/<script>.py`
 
 import agentenvs
@@ -80,12 +81,12 @@ def main() -> int:
     try:
         client = agentenvs.connect(server.url)
         steppers = [Stepper(agentenvs.make("bandit"), "in_process"), Stepper(client.make("bandit"), "agentenvs_serve")]
-        floors = {"agentenvs_serve": (client, [])}
+        floors = {"agentenvs_serve": (server.url, [])}
         if waitress is not None:
             other = agentenvs.connect(waitress[1])
             steppers.append(Stepper(other.make("bandit"), "waitress"))
-            floors["waitress"] = (other, [])
-        raw = client._http
+            floors["waitress"] = (waitress[1], [])
+        raw = requests.Session()  # the floor: a bare requests call, nothing of ours around it
         raw_session = client.make("bandit")
         raw_session.reset(seed=0)
         raw_times, raw_turn = [], 0
@@ -97,9 +98,9 @@ def main() -> int:
         for _ in range(args.steps):
             for stepper in steppers:
                 stepper.step()
-            for api, times in floors.values():
+            for url, times in floors.values():
                 started = time.perf_counter()
-                api._http.get(api.url + "/healthz")
+                raw.get(url + "/healthz")
                 times.append(time.perf_counter() - started)
             started = time.perf_counter()
             answer = raw.post(

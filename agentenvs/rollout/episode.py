@@ -16,6 +16,7 @@ from typing import Any
 
 from agentenvs import panels
 from agentenvs.errors import AgentEnvsError
+from agentenvs.protocol import Reset
 from agentenvs.rollout.llm import InfraError, PolicyError
 from agentenvs.rollout.policy import EpisodeContext, Policy
 from agentenvs.rollout.records import EpisodeRecord, StepRecord, step_info
@@ -69,17 +70,31 @@ class EpisodePlay:
 
     def start(self, time_limit_s: float | None) -> None:
         """Take an environment, reset it to the episode's task and seed, and begin the policy's actor."""
+        self.take(time_limit_s)
+        reset = self.reset_request()
+        tick = time.monotonic()
+        result = self.env.reset(seed=reset.seed, options=reset.options)
+        self.begin(result, time.monotonic() - tick)
+
+    def take(self, time_limit_s: float | None) -> None:
+        """Take an environment for the episode (its clock runs from the episode's creation)."""
         self.time_limit_s = time_limit_s
         self.deadline = None if time_limit_s is None else self.started + time_limit_s
         self.env = self.source.take()
-        tick = time.monotonic()
+
+    def reset_request(self) -> Reset:
+        """The reset that starts this episode: its seed, split and task."""
         spec = self.spec
         options = {"split": spec.split} | ({"task_id": spec.task_id} if spec.task_id else {})
-        self.observation, self.info = self.env.reset(seed=spec.seed, options=options)
-        self.timings["env_s"] += time.monotonic() - tick
+        return Reset(seed=spec.seed, options=options)
+
+    def begin(self, reset_result: tuple[str, dict[str, Any]], env_s: float) -> None:
+        """Take in the reset's observation and begin the policy's actor."""
+        self.observation, self.info = reset_result
+        self.timings["env_s"] += env_s
         self.record.task_id = self.info.get("task_id", self.record.task_id)
         self.record.task_type = self.info.get("task_type")
-        self.actor = _begin(self.policy, self.env, spec, self.record.task_id, self.description, self.identity)
+        self.actor = _begin(self.policy, self.env, self.spec, self.record.task_id, self.description, self.identity)
         if hasattr(self.actor, "set_deadline"):
             self.actor.set_deadline(self.deadline)
 

@@ -48,7 +48,8 @@ def test_rounds_give_the_records_of_threads_in_batch_calls(urls):
         rounds = run_rollouts("bandit", RandomPolicy(), n=6, group_size=2, config=config("rounds"), servers=pool)
     assert [comparable(r) for r in rounds] == [comparable(r) for r in threads]
     steps = sum(r.num_turns for r in rounds)
-    assert sum(pool.batches) == steps and max(pool.batches) > 1, "every step went in a batch call"
+    assert sum(pool.batches) == steps + len(rounds), "every step and every episode's reset went in a batch call"
+    assert max(pool.batches) > 1
     assert len(pool.batches) < steps / 2, f"{len(pool.batches)} calls for {steps} steps"
     assert max(pool.batches) <= 8, "no more episodes in play than the concurrency"
 
