@@ -130,6 +130,16 @@ class EnvSource:
         with self.lock:
             if self.idle:
                 return self.idle.pop()
+        return self._make()
+
+    def take_many(self, count: int) -> list[Any]:
+        """``count`` environments, or the error of one that could not be made in its place. New sessions
+        are opened ``OPEN_CLOSE_THREADS`` at a time (a rollout's first wave opens one per episode)."""
+        with self.lock:
+            reused = [self.idle.pop() for _ in range(min(count, len(self.idle)))]
+        return reused + _each(self._make, [None] * (count - len(reused)))
+
+    def _make(self, _: Any = None) -> Any:
         if self.servers is None:
             return make_local(self.env_name, **self.kwargs)
         return self.servers.make(self.env_name, **self.kwargs)
@@ -147,8 +157,27 @@ class EnvSource:
     def close(self) -> None:
         with self.lock:
             idle, self.idle = self.idle, []
-        for env in idle:
-            self.discard(env)
+        _each(self.discard, idle)
+
+
+OPEN_CLOSE_THREADS = 8
+"""Sessions opened or closed at once. Each is a round-trip that costs the server little, so a run's first
+wave and its end need not queue a hundred of them one after the other."""
+
+
+def _each(call: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``call`` on every item, ``OPEN_CLOSE_THREADS`` at a time; an exception is returned in its item's place."""
+
+    def guarded(item: Any) -> Any:
+        try:
+            return call(item)
+        except Exception as exc:
+            return exc
+
+    if len(items) <= 1:
+        return [guarded(item) for item in items]
+    with ThreadPoolExecutor(min(OPEN_CLOSE_THREADS, len(items)), thread_name_prefix="rollout-sessions") as pool:
+        return list(pool.map(guarded, items))
 
 
 def _as_pool(servers: Any) -> tuple[Any, bool]:

@@ -77,10 +77,14 @@ class EpisodePlay:
         self.begin(result, time.monotonic() - tick)
 
     def take(self, time_limit_s: float | None) -> None:
-        """Take an environment for the episode (its clock runs from the episode's creation)."""
+        """Take an environment for the episode."""
+        self.use(self.source.take(), time_limit_s)
+
+    def use(self, env: Any, time_limit_s: float | None) -> None:
+        """Play the episode on ``env`` (its clock runs from the episode's creation)."""
         self.time_limit_s = time_limit_s
         self.deadline = None if time_limit_s is None else self.started + time_limit_s
-        self.env = self.source.take()
+        self.env = env
 
     def reset_request(self) -> Reset:
         """The reset that starts this episode: its seed, split and task."""

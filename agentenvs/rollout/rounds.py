@@ -51,10 +51,12 @@ class _Lane:
         self.active: list[EpisodePlay] = []
         self.starting: list[EpisodePlay] = []
         self.call: Future[_Call] | None = None
+        self.in_call = 0
+        """Episodes in the call on the wire."""
 
     @property
     def in_play(self) -> int:
-        return len(self.active) + len(self.starting)
+        return len(self.active) + len(self.starting) + self.in_call
 
 
 def play_in_rounds(
@@ -69,17 +71,19 @@ def play_in_rounds(
     lanes = [_Lane() for _ in range(LANES)]
     limit = max(1, config.concurrency)
     with ThreadPoolExecutor(LANES, thread_name_prefix="rollout-rounds") as executor:
-        while queue or any(lane.in_play or lane.call for lane in lanes):
+        while queue or any(lane.in_play for lane in lanes):
             for lane in lanes:
                 if lane.call is not None:
                     yield from _settle_lane(lane, lane.call.result())
-                while queue and sum(other.in_play for other in lanes) < limit:
-                    lane.starting.append(EpisodePlay(source, policy, queue.popleft(), description, identity))
+                while queue and sum(other.in_play for other in lanes) < limit:  # new episodes even out the lanes
+                    emptiest = min(lanes, key=lambda other: other.in_play)
+                    emptiest.starting.append(EpisodePlay(source, policy, queue.popleft(), description, identity))
                 call = _Call(decided=[], starting=lane.starting)
                 lane.starting = []
                 yield from _decide_lane(lane, call.decided)
                 if call.decided or call.starting:
                     lane.call = executor.submit(_step_lane, source, call, config.time_limit_s)
+                    lane.in_call = len(call.decided) + len(call.starting)
 
 
 def _decide_lane(lane: _Lane, decided: list[tuple[EpisodePlay, Pending]]) -> Iterator[EpisodeRecord]:
@@ -97,12 +101,12 @@ def _step_lane(source: Any, call: _Call, time_limit_s: float | None) -> _Call:
     """Take environments for the starting episodes, then one ``step_many`` (one call per server) with the
     lane's steps and those episodes' resets."""
     tick = time.monotonic()
-    for play in call.starting:
-        try:
-            play.take(time_limit_s)
+    for play, env in zip(call.starting, source.take_many(len(call.starting)), strict=True):
+        if isinstance(env, BaseException):
+            call.failures.append((play, env))
+        else:
+            play.use(env, time_limit_s)
             call.started.append(play)
-        except Exception as exc:
-            call.failures.append((play, exc))
     envs = [play.env for play, _ in call.decided] + [play.env for play in call.started]
     actions = [pending.action for _, pending in call.decided] + [play.reset_request() for play in call.started]
     try:
@@ -115,7 +119,7 @@ def _step_lane(source: Any, call: _Call, time_limit_s: float | None) -> _Call:
 
 def _settle_lane(lane: _Lane, call: _Call) -> Iterator[EpisodeRecord]:
     """Record the lane's answers; the episodes that go on (or have just begun) are active in the lane."""
-    lane.call = None
+    lane.call, lane.in_call = None, 0
     for play, failure in call.failures:
         play.fail(failure)
         yield play.end()

@@ -20,6 +20,11 @@ class CountingPool(EnvPool):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.batches: list[int] = []
+        self.opened = 0
+
+    def make(self, name, **kwargs):
+        self.opened += 1
+        return super().make(name, **kwargs)
 
     def step_many(self, envs, actions):
         self.batches.append(len(envs))
@@ -51,7 +56,7 @@ def test_rounds_give_the_records_of_threads_in_batch_calls(urls):
     assert sum(pool.batches) == steps + len(rounds), "every step and every episode's reset went in a batch call"
     assert max(pool.batches) > 1
     assert len(pool.batches) < steps / 2, f"{len(pool.batches)} calls for {steps} steps"
-    assert max(pool.batches) <= 8, "no more episodes in play than the concurrency"
+    assert max(pool.batches) <= 8 and pool.opened == 8, "no more episodes in play than the concurrency"
 
 
 def test_auto_plays_scripted_policies_in_rounds_and_model_policies_in_threads(urls):
