@@ -1,11 +1,12 @@
 """The ASGI application ``agentenvs serve`` runs: the episode routes answered here, every other route by flask.
 
-Steps, resets and batch steps are the requests a rollout sends most, and on a cheap environment the web
-framework's request machinery is most of their cost (``bench/bench_server_peer.py``; a reset through flask
-took three times a step answered here). So these routes (``NATIVE``) are answered on the event loop itself
-when every session they touch lives in the server process (an inline environment: its calls cannot block),
-or in a thread when one lives in a worker process (the call waits on the worker's answer). Both go through
-the same session manager, token check, error answers and request metrics as the flask app. Anything else
+Opening sessions, steps, resets and batch steps are the requests a rollout sends most, and on a cheap
+environment the web framework's request machinery is most of their cost (``bench/bench_server_peer.py``;
+a reset through flask took three times a step answered here). So these routes (``NATIVE``) are answered
+on the event loop itself when every session they touch lives in the server process (an inline
+environment: its calls cannot block), or in a thread when one lives in a worker process (the call waits
+on the worker's answer). Both go through the same session manager, token check, error answers and request
+metrics as the flask app. Anything else
 (another route or method, a trailing slash, a chunked or oversized body) goes to the flask app, run in
 threads by ``a2wsgi``, which keeps the answers for those cases (404, 405, 413) in one place.
 """
@@ -43,7 +44,12 @@ def _batch_step(manager: SessionManager, session_id: str, body: dict[str, Any], 
     return b'{"results":[' + b",".join(manager.batch_step(protocol.parse_batch(body), owner)) + b"]}"
 
 
+def _create(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+    return protocol.dumps(manager.create(protocol.CreateSession.parse(body), owner))
+
+
 NATIVE: dict[str, Callable[[SessionManager, str, dict[str, Any], bytes | None], bytes]] = {
+    "create_session": _create,
     "step": _step,
     "reset": _reset,
     "batch_step": _batch_step,
@@ -129,7 +135,7 @@ class Front:
         if raw is None:
             return  # the client went away before its body arrived
         request = self._parse(native, raw)
-        if self._inline(session_id, request):
+        if self._inline(native, session_id, request):
             status, headers, body = self.answer(native, session_id, authorization, request)
         else:
             loop = asyncio.get_running_loop()
@@ -150,10 +156,12 @@ class Front:
         except AgentEnvsError as exc:
             return exc
 
-    def _inline(self, session_id: str, request: dict[str, Any] | AgentEnvsError) -> bool:
+    def _inline(self, native: _Native, session_id: str, request: dict[str, Any] | AgentEnvsError) -> bool:
         """Whether every session the request touches lives in the server process (so it cannot block)."""
         if session_id:
             return self.manager.runs_inline(session_id)
+        if native.route.name == "create_session":
+            return not isinstance(request, dict) or self.manager.opens_inline(request.get("env"))
         steps = request.get("steps") if isinstance(request, dict) else None
         if not isinstance(steps, list):
             return True  # answered at once with its error
@@ -169,7 +177,7 @@ class Front:
             owner = self.auth({"Authorization": authorization.decode("latin-1")})
             if isinstance(request, AgentEnvsError):
                 raise request
-            return 200, {}, native.answer(self.manager, session_id, request, owner)
+            return native.route.ok, {}, native.answer(self.manager, session_id, request, owner)
         except AgentEnvsError as exc:
             return error_answer(exc, metrics, self.manager.config.retry_after_s)
         except Exception as exc:

@@ -267,6 +267,10 @@ class SessionManager:
         session = self._table.sessions.get(session_id)
         return session is not None and session.worker is self._pool.inline
 
+    def opens_inline(self, env: Any) -> bool:
+        """Whether opening a session of ``env`` never waits on a worker (an inline env, or a bad or unserved name)."""
+        return not isinstance(env, str) or env in self._pool.inline_envs or env not in self.descriptions
+
     def session_info(self, session_id: str, owner: bytes | None = None) -> dict[str, Any]:
         session = self._table.acquire(session_id, owner)
         try:

@@ -119,3 +119,27 @@ def test_resets_and_batch_steps_are_answered_natively_as_flask_would(api: Api, i
     assert api.call("POST", f"/v1/sessions/{inline}/step", {"action": "pull[1]", "turn": 1}).status_code == 200
     malformed = api.call("POST", "/v1/batch/step", {"steps": "all"})
     assert malformed.status_code == 400 and error_of(malformed)["code"] == "malformed_request"
+
+
+def test_sessions_are_opened_natively_as_flask_would(api: Api, isolated: ServerProcess) -> None:
+    """Inline envs open on the event loop, worker envs (and every env under --isolate) on a thread."""
+    line = 'agentenvs_requests_total{route="POST /v1/sessions",status="201"}'
+
+    def opened(client: Api) -> float:
+        return sum(float(r.split()[-1]) for r in client.call("GET", "/metrics").text.splitlines() if r.startswith(line))
+
+    other = Api(isolated.url)
+    for client, env in ((api, "bandit"), (api, "counter"), (other, "bandit")):
+        before = opened(client)
+        answer = client.call("POST", "/v1/sessions", {"env": env})
+        assert answer.status_code == 201 and answer.json()["env"]["name"] == env, answer.text
+        assert client.call("GET", f"/v1/sessions/{answer.json()['session_id']}").json()["env"] == env
+        assert opened(client) == before + 1
+        client.call("DELETE", f"/v1/sessions/{answer.json()['session_id']}")
+    unknown = api.call("POST", "/v1/sessions", {"env": "no-such-env"})
+    assert unknown.status_code == 422 and error_of(unknown)["code"] == "unknown_env"
+    for body in ({"env": ["bandit"]}, {"env": "bandit", "extra": 1}):
+        bad = api.call("POST", "/v1/sessions", body)
+        assert bad.status_code == 400 and error_of(bad)["code"] == "malformed_request", bad.text
+    empty = api.call("POST", "/v1/sessions", raw=b"")
+    assert empty.status_code == 400 and error_of(empty)["code"] == "malformed_request"
