@@ -32,7 +32,8 @@ DEFAULT_TIMEOUT_S = (5.0, 120.0)
 
 class Client:
     """A connection to one server: keep-alive connections (``agentenvs/transport.py``), the token, timeouts
-    and retries. ``pool_size`` bounds the connections requests keeps for an ``https://`` or proxied server."""
+    and retries. ``pool_size`` bounds the connections requests keeps for an ``https://`` or proxied server;
+    ``transport="requests"`` sends every call through requests."""
 
     def __init__(
         self,
@@ -44,6 +45,7 @@ class Client:
         backoff_s: float = 0.05,
         pool_size: int = 64,
         batch_steps: bool = False,
+        transport: str = "auto",
     ):
         self.url = url.rstrip("/")
         self.token = token
@@ -51,13 +53,14 @@ class Client:
         self.retries = retries
         self.backoff_s = backoff_s
         self.pool_size = pool_size
+        self.transport = transport
         self._transport = self._new_transport()
         self.batcher = StepBatcher(self) if batch_steps else None
         """With ``batch_steps``, steps of this client's sessions made at the same time share one batch call."""
 
     def _new_transport(self) -> Any:
         headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {self.token}"} if self.token else {})
-        return transport_for(self.url, headers, self.timeout, self.pool_size)
+        return transport_for(self.url, headers, self.timeout, self.pool_size, self.transport)
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_transport", "batcher")} | {
@@ -155,7 +158,7 @@ class Client:
 
 def connect(url: str, token: str | None = None, **options: Any) -> Client:
     """A client of the server at ``url``; ``options`` are :class:`Client`'s (timeout, retries, pool_size,
-    batch_steps)."""
+    batch_steps, transport)."""
     return Client(url, token, **options)
 
 

@@ -146,10 +146,20 @@ class RequestsTransport:
         self.http.close()
 
 
-def transport_for(url: str, headers: dict[str, str], timeout: float | tuple[float, float], pool_size: int = 64) -> Any:
-    """The plain transport for an ``http://`` server that no proxy setting applies to, requests otherwise."""
+TRANSPORTS = ("auto", "requests")
+
+
+def transport_for(
+    url: str, headers: dict[str, str], timeout: float | tuple[float, float], pool_size: int = 64, kind: str = "auto"
+) -> Any:
+    """With ``kind="auto"``, the plain transport for an ``http://`` server that no proxy setting applies to,
+    requests otherwise; ``"requests"`` always takes requests (the client before the plain transport)."""
+    if kind not in TRANSPORTS:
+        from agentenvs.errors import InvalidArgument
+
+        raise InvalidArgument(f"transport must be one of {TRANSPORTS}, got {kind!r}")
     proxies = environment_proxies(url)
-    if url.startswith("http://") and not proxies:
+    if kind == "auto" and url.startswith("http://") and not proxies:
         return PlainTransport(url, headers, timeout)
     return RequestsTransport(url, headers, timeout, proxies, pool_size)
 

@@ -5,8 +5,8 @@ route alone, no policy, no records, no resets: the steps over the calls' summed 
 the driver's runs. The driver plays
 bandit episodes with a scripted policy through the same server:
 
-- ``threads_single_steps``: the path before this change (a thread per episode, one HTTP call per step,
-  8 episodes at once);
+- ``threads_single_steps``: the path before this change (a thread per episode, one HTTP call per step
+  through requests, 8 episodes at once);
 - ``threads_client_batching``: a thread per episode, ``--sessions`` at once, the client batching the
   steps that meet (``Client(batch_steps=True)``);
 - ``rounds_random`` and ``rounds_expert``: the driver's rounds, every ready session in one batch call.
@@ -52,10 +52,12 @@ def capacity(urls: list[str], sessions: int, rounds: int) -> dict:
     }
 
 
-def drive(urls: list[str], policy, schedule: str, concurrency: int, episodes: int, batch_steps: bool) -> dict:
-    """One driver run: steps/s over the whole run (resets, records and closing included)."""
+def drive(
+    urls: list[str], policy, schedule: str, concurrency: int, episodes: int, batch_steps: bool, transport: str = "auto"
+) -> dict:
+    """One driver run: steps/s over the whole run (opening sessions, resets, records and closing included)."""
     config = RolloutConfig(concurrency=concurrency, progress=False, schedule=schedule)
-    with EnvPool(urls, batch_steps=batch_steps) as pool:
+    with EnvPool(urls, batch_steps=batch_steps, transport=transport) as pool:
         started = time.perf_counter()
         records = run_rollouts("bandit", policy, n=episodes, config=config, servers=pool)
         wall = time.perf_counter() - started
@@ -66,6 +68,7 @@ def drive(urls: list[str], policy, schedule: str, concurrency: int, episodes: in
         "policy": policy.name,
         "concurrency": concurrency,
         "client_batching": batch_steps,
+        "transport": transport,
         "episodes": len(records),
         "steps": steps,
         "wall_s": wall,
@@ -78,7 +81,7 @@ def drive(urls: list[str], policy, schedule: str, concurrency: int, episodes: in
 def measure(urls: list[str], s: int, e: int, repeats: int, rounds: int) -> dict:
     """Every contender ``repeats`` times, interleaved with the capacity, at ``s`` sessions in play."""
     contenders = {
-        "threads_single_steps": lambda: drive(urls, RandomPolicy(), "threads", 8, max(16, e // 8), False),
+        "threads_single_steps": lambda: drive(urls, RandomPolicy(), "threads", 8, max(16, e // 8), False, "requests"),
         "threads_client_batching": lambda: drive(urls, RandomPolicy(), "threads", s, e // 2, True),
         "rounds_random": lambda: drive(urls, RandomPolicy(), "rounds", s, e, True),
         "rounds_expert": lambda: drive(urls, ExpertPolicy(), "rounds", s, e, True),

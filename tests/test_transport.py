@@ -8,6 +8,7 @@ import threading
 import pytest
 
 import agentenvs
+from agentenvs.errors import InvalidArgument
 from agentenvs.protocol import StepTimeout
 from agentenvs.transport import PlainTransport, RequestsTransport, TransportTimeout, transport_for
 
@@ -29,6 +30,9 @@ def test_plain_http_without_a_proxy_uses_http_client_and_the_rest_requests(no_pr
     assert isinstance(proxied, RequestsTransport) and proxied.http.proxies["http"] == "http://127.0.0.1:3128"
     no_proxy_settings.setenv("no_proxy", "10.1.2.3")
     assert isinstance(transport_for("http://10.1.2.3:8700", {}, 1.0), PlainTransport)
+    assert isinstance(transport_for("http://10.1.2.3:8700", {}, 1.0, kind="requests"), RequestsTransport)
+    with pytest.raises(InvalidArgument, match="transport must be one of"):
+        transport_for("http://10.1.2.3:8700", {}, 1.0, kind="curl")
 
 
 class SilentServer:
