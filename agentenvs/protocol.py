@@ -421,9 +421,13 @@ def step_answer(observation: str, reward: float, terminated: bool, truncated: bo
     }
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+"""Built once: ``json.dumps`` with these options builds an encoder per call, a tenth of encoding a step answer."""
+
+
 def dumps(value: Any) -> bytes:
     """The JSON encoding used on the wire (ASCII, so lone surrogates and odd bytes travel safely)."""
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return _ENCODER.encode(value).encode("ascii")
 
 
 # ---------------------------------------------------------------------- the route table
