@@ -269,6 +269,11 @@ class ResetRequest:
         return {"seed": self.seed, "options": self.options}
 
 
+Reset = ResetRequest
+"""A reset, passed to ``step_many`` in place of an action: that session starts its next episode in the
+same batch call, so the reset costs no round trip of its own; its result is ``(observation, info)``."""
+
+
 def _parse_turn(body: dict[str, Any], what: str) -> int:
     turn = _require(body, "turn", int, what, "the number of steps this client has already seen, an integer >= 0")
     if turn < 0:
@@ -314,18 +319,6 @@ class BatchReset:
 
     session_id: str
     request: ResetRequest
-
-
-@dataclass(frozen=True)
-class Reset:
-    """Passed to ``step_many`` in place of an action: reset that session in the same batch call.
-
-    A driver starts the next episode of a session in the call that steps the others, so a reset costs no
-    round-trip of its own; its result is ``(observation, info)``.
-    """
-
-    seed: int | None = None
-    options: dict[str, Any] | None = None
 
 
 def parse_batch(body: dict[str, Any]) -> list[BatchItem | BatchReset | AgentEnvsError]:

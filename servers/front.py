@@ -6,9 +6,9 @@ a reset through flask took three times a step answered here). So these routes (`
 on the event loop itself when every session they touch lives in the server process (an inline
 environment: its calls cannot block), or in a thread when one lives in a worker process (the call waits
 on the worker's answer). Both go through the same session manager, token check, error answers and request
-metrics as the flask app. Anything else
-(another route or method, a trailing slash, a chunked or oversized body) goes to the flask app, run in
-threads by ``a2wsgi``, which keeps the answers for those cases (404, 405, 413) in one place.
+metrics as the flask app. Anything else (another route or method, a trailing slash, a chunked or oversized
+body) goes to the flask app, run in threads by ``a2wsgi``, which keeps the answers for those cases (404,
+405, 413) in one place.
 """
 
 from __future__ import annotations

@@ -239,11 +239,7 @@ class SessionManager:
         session = self._table.acquire(session_id, owner)
         try:
             future = session.worker.call(op, session.id, args)
-            result: Result = self._wait(session, future, op, timeout or self.config.step_timeout_s)
-            session.turn, session.done = result.turn, result.done
-            if op in ("reset", "set_state"):
-                session.last_step = None
-            return result.body
+            return _recorded(session, op, self._wait(session, future, op, timeout or self.config.step_timeout_s))
         finally:
             self._table.release(session)
 
@@ -382,10 +378,7 @@ class SessionManager:
             if answer is None:
                 raise self._timed_out(session, "reset" if reset else "step", timeout)
             result: Result = self._unpack(session, answer)
-            if not reset:
-                return self._record_step(session, item.turn, result)
-            session.turn, session.done, session.last_step = result.turn, result.done, None
-            return result.body
+            return _recorded(session, "reset", result) if reset else self._record_step(session, item.turn, result)
         except AgentEnvsError as exc:
             return _error_item(exc, self.metrics)
 
@@ -427,6 +420,15 @@ def _inline(name: str) -> bool:
         return agentenvs.registry.spec(name).inline
     except AgentEnvsError:
         return False
+
+
+def _recorded(session: Session, op: str, result: Result) -> bytes:
+    """The answer of a call other than a step, after taking in the session's turn and done flag (a reset or
+    a restored state also forgets the stored step answer)."""
+    session.turn, session.done = result.turn, result.done
+    if op in ("reset", "set_state"):
+        session.last_step = None
+    return result.body
 
 
 def _error_item(exc: AgentEnvsError, metrics: Metrics) -> bytes:

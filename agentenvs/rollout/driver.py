@@ -137,9 +137,9 @@ class EnvSource:
         are opened ``OPEN_CLOSE_THREADS`` at a time (a rollout's first wave opens one per episode)."""
         with self.lock:
             reused = [self.idle.pop() for _ in range(min(count, len(self.idle)))]
-        return reused + _each(self._make, [None] * (count - len(reused)))
+        return reused + _each(lambda _: self._make(), [None] * (count - len(reused)))
 
-    def _make(self, _: Any = None) -> Any:
+    def _make(self) -> Any:
         if self.servers is None:
             return make_local(self.env_name, **self.kwargs)
         return self.servers.make(self.env_name, **self.kwargs)
