@@ -30,7 +30,14 @@ def panel_dir(env: str, root: Path | None = None) -> Path:
             f"environment {env!r} declares no panels (EnvSpec.panels); name the package that holds its "
             "manifest.json, or override tasks() and splits() in the environment"
         )
-    return Path(str(resources.files(declared)))
+    return _package_dir(declared)
+
+
+@lru_cache(maxsize=64)
+def _package_dir(package: str) -> Path:
+    """Where a panel package lies. Resolved once per process: every reset reads the manifest through it, and
+    asking importlib each time cost most of a bandit reset (the files' own versions are still checked)."""
+    return Path(str(resources.files(package)))
 
 
 def sha256_file(path: Path) -> str:

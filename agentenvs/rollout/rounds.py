@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentenvs.rollout.collector import full_collections_held
 from agentenvs.rollout.episode import EpisodePlay, Pending
 from agentenvs.rollout.policy import Policy
 from agentenvs.rollout.records import EpisodeRecord
@@ -66,11 +67,12 @@ def play_in_rounds(
 
     The episodes in play are split in ``LANES`` lanes: while one lane's batch is being stepped on the
     servers, the driver records the other lane's answers and asks its actors for their next actions.
+    Full garbage collections wait for the run's end (``collector.py``): each stopped both lanes.
     """
     queue = deque(todo)
     lanes = [_Lane() for _ in range(LANES)]
     limit = max(1, config.concurrency)
-    with ThreadPoolExecutor(LANES, thread_name_prefix="rollout-rounds") as executor:
+    with full_collections_held(), ThreadPoolExecutor(LANES, thread_name_prefix="rollout-rounds") as executor:
         while queue or any(lane.in_play for lane in lanes):
             for lane in lanes:
                 if lane.call is not None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from conftest import FLAKY_SERVE_ARG, PYTHONPATH
 from test_rollout_driver import Scripted, comparable
 
 from agentenvs.client import EnvPool
 from agentenvs.errors import InvalidArgument
+from agentenvs.rollout.collector import FULL_COLLECTIONS_HELD
 from agentenvs.rollout.driver import RolloutConfig, run_rollouts
 from agentenvs.rollout.rounds import can_play_in_rounds
 from agentenvs.rollout.scripted import ExpertPolicy, RandomPolicy
@@ -85,3 +88,18 @@ def test_rounds_keep_time_limits_and_need_servers(urls):
     assert record.failure_cause == "timeout" and 1 <= record.num_turns <= 2
     with pytest.raises(InvalidArgument, match="schedule"):
         RolloutConfig(schedule="lockstep")
+
+
+def test_a_run_in_rounds_holds_off_full_collections_and_gives_the_threshold_back(urls):
+    held = []
+
+    class WatchedPool(EnvPool):
+        def step_many(self, envs, actions):
+            held.append(gc.get_threshold()[2] == FULL_COLLECTIONS_HELD)
+            return super().step_many(envs, actions)
+
+    before = gc.get_threshold()
+    with WatchedPool(urls) as pool:
+        records = run_rollouts("bandit", RandomPolicy(), n=24, config=config("rounds"), servers=pool)
+    assert len(records) == 24 and gc.get_threshold() == before, "the threshold comes back after the run"
+    assert held and all(held), "every batch call of the run went while full collections waited"
