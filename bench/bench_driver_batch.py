@@ -11,6 +11,10 @@ bandit episodes with a scripted policy through the same server:
   steps that meet (``Client(batch_steps=True)``);
 - ``rounds_random`` and ``rounds_expert``: the driver's rounds, every ready session in one batch call.
 
+A second capacity, ``capacity_two_callers``, has two threads each calling back to back over half the
+sessions: the server then never waits for one caller to read its answer, as it does between one caller's
+calls. The shares of both are reported.
+
     .venv/bin/python bench/bench_driver_batch.py [--sessions 64,128 --servers 1 --episodes 1024]
 """
 
@@ -20,6 +24,7 @@ import argparse
 import os
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from common import summarize, write_result  # bench/common.py: scripts run as `python bench/<script>.py`
 
@@ -30,17 +35,14 @@ from agentenvs.servers.launch import launch_server
 
 
 def capacity(urls: list[str], sessions: int, rounds: int) -> dict:
-    """Steps/s of back-to-back batch calls over ``sessions`` sessions: the steps over the calls' summed time
-    (sustained, as the driver's runs are measured; resets between calls not counted), and at the median."""
+    """Steps/s of back-to-back batch calls over ``sessions`` sessions from one caller: the steps over the
+    calls' summed time (sustained, as the driver's runs are measured; resets between calls not counted),
+    and at the median."""
     with EnvPool(urls, strategy="round_robin") as pool:
-        envs = pool.make_many("bandit", sessions)
-        for index, env in enumerate(envs):
-            env.reset(seed=index)
+        envs = _ready_sessions(pool, sessions)
         times = []
         for _ in range(rounds):
-            for index, env in enumerate(envs):
-                if env.done:
-                    env.reset(seed=index + env.turn)
+            _reset_done(envs)
             started = time.perf_counter()
             pool.step_many(envs, ["pull[0]"] * sessions)
             times.append(time.perf_counter() - started)
@@ -50,6 +52,38 @@ def capacity(urls: list[str], sessions: int, rounds: int) -> dict:
         "steps_per_s": sessions * len(times) / sum(times),
         "steps_per_s_at_median_round": sessions / (stats["median_ms"] / 1000),
     }
+
+
+def capacity_two_callers(urls: list[str], sessions: int, rounds: int) -> dict:
+    """Steps/s when two threads each send back-to-back batch calls over half the sessions (as the driver's
+    two lanes do), so the server never waits on one caller reading its answer: steps over the wall time."""
+    with EnvPool(urls, strategy="round_robin") as pool:
+        envs = _ready_sessions(pool, sessions)
+        halves = [envs[: sessions // 2], envs[sessions // 2 :]]
+
+        def call_back_to_back(half: list) -> None:
+            for _ in range(rounds):
+                _reset_done(half)
+                pool.step_many(half, ["pull[0]"] * len(half))
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(2) as callers:
+            list(callers.map(call_back_to_back, halves))
+        wall = time.perf_counter() - started
+    return {"steps_per_s": sessions * rounds / wall, "wall_s": wall}
+
+
+def _ready_sessions(pool: EnvPool, sessions: int) -> list:
+    envs = pool.make_many("bandit", sessions)
+    for index, env in enumerate(envs):
+        env.reset(seed=index)
+    return envs
+
+
+def _reset_done(envs: list) -> None:
+    for index, env in enumerate(envs):
+        if env.done:
+            env.reset(seed=index + env.turn)
 
 
 def drive(
@@ -87,9 +121,10 @@ def measure(urls: list[str], s: int, e: int, repeats: int, rounds: int) -> dict:
         "rounds_expert": lambda: drive(urls, ExpertPolicy(), "rounds", s, e, True),
     }
     drive(urls, RandomPolicy(), "rounds", s, s, True)  # warm the server and the imports
-    runs: dict[str, list[dict]] = {name: [] for name in ["capacity", *contenders]}
+    runs: dict[str, list[dict]] = {name: [] for name in ["capacity", "capacity_two_callers", *contenders]}
     for _ in range(repeats):
         runs["capacity"].append(capacity(urls, s, rounds))
+        runs["capacity_two_callers"].append(capacity_two_callers(urls, s, rounds))
         for name, run in contenders.items():
             runs[name].append(run())
     runs["capacity"].append(capacity(urls, s, rounds))
@@ -97,6 +132,7 @@ def measure(urls: list[str], s: int, e: int, repeats: int, rounds: int) -> dict:
     return {
         "median_steps_per_s": median,
         "share_of_batch_capacity": {name: median[name] / median["capacity"] for name in contenders},
+        "share_of_two_caller_capacity": {name: median[name] / median["capacity_two_callers"] for name in contenders},
         "speedup_rounds_over_single_steps": median["rounds_random"] / median["threads_single_steps"],
         "runs": runs,
     }

@@ -1,6 +1,6 @@
 """The ASGI application ``agentenvs serve`` runs: the episode routes answered here, every other route by flask.
 
-Opening sessions, steps, resets and batch steps are the requests a rollout sends most, and on a cheap
+Opening and closing sessions, steps, resets and batch steps are the requests a rollout sends most, and on a cheap
 environment the web framework's request machinery is most of their cost (``bench/bench_server_peer.py``;
 a reset through flask took three times a step answered here). So these routes (``NATIVE``) are answered
 on the event loop itself when every session they touch lives in the server process (an inline
@@ -48,15 +48,21 @@ def _create(manager: SessionManager, session_id: str, body: dict[str, Any], owne
     return protocol.dumps(manager.create(protocol.CreateSession.parse(body), owner))
 
 
+def _close(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+    manager.close(session_id, owner)
+    return b""
+
+
 NATIVE: dict[str, Callable[[SessionManager, str, dict[str, Any], bytes | None], bytes]] = {
     "create_session": _create,
+    "close": _close,
     "step": _step,
     "reset": _reset,
     "batch_step": _batch_step,
 }
 """The routes answered here, by name in ``protocol.ROUTES``; each answers exactly as its flask handler."""
-EMPTY_OK = {"reset"}
-"""Routes whose body may be empty (a reset with no seed and no options)."""
+EMPTY_OK = {"reset", "close"}
+"""Routes whose body may be empty (a reset with no seed and no options; a DELETE has none)."""
 
 
 class _Native:
@@ -109,16 +115,14 @@ class Front:
 
     def _native_request(self, scope: dict[str, Any]) -> tuple[_Native, str, bytes] | None:
         """(route, session id, Authorization header) when this request is answered here."""
-        if scope["method"] != "POST":
-            return None
-        path: str = scope["path"]
+        method, path = scope["method"], scope["path"]
         for native in self.native:
-            session_id = native.session_id(path)
+            session_id = native.session_id(path) if native.route.method == method else None
             if session_id is not None:
                 break
         else:
             return None
-        length, authorization, chunked = b"", b"", False
+        length, authorization, chunked = b"0" if native.route.name in EMPTY_OK else b"", b"", False
         for name, value in scope["headers"]:
             if name == b"content-length":
                 length = value
@@ -142,7 +146,7 @@ class Front:
             status, headers, body = await loop.run_in_executor(
                 self.executor, self.answer, native, session_id, authorization, request
             )
-        head = [JSON, (b"content-length", str(len(body)).encode())]
+        head = [JSON, (b"content-length", str(len(body)).encode())] if status != 204 else []  # 204: no body
         head += [(name.lower().encode(), value.encode()) for name, value in headers.items()]
         await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": body})
@@ -150,7 +154,10 @@ class Front:
 
     @staticmethod
     def _parse(native: _Native, raw: bytes) -> dict[str, Any] | AgentEnvsError:
-        """The body as a JSON object, parsed once, or the error to answer (after the token check)."""
+        """The body as a JSON object, parsed once, or the error to answer (after the token check); a route
+        that takes no body ignores what came (as its flask handler does)."""
+        if native.route.request is None:
+            return {}
         try:
             return protocol.parse_json_object(raw, empty_ok=native.route.name in EMPTY_OK)
         except AgentEnvsError as exc:

@@ -143,3 +143,29 @@ def test_sessions_are_opened_natively_as_flask_would(api: Api, isolated: ServerP
         assert bad.status_code == 400 and error_of(bad)["code"] == "malformed_request", bad.text
     empty = api.call("POST", "/v1/sessions", raw=b"")
     assert empty.status_code == 400 and error_of(empty)["code"] == "malformed_request"
+
+
+def test_sessions_are_closed_natively_as_flask_would(api: Api, isolated: ServerProcess) -> None:
+    """A DELETE answers 204 with no body on either path, for any id, whatever body came with it."""
+    line = 'agentenvs_requests_total{route="DELETE /v1/sessions/<session_id>",status="204"}'
+
+    def closed(client: Api) -> float:
+        return sum(float(r.split()[-1]) for r in client.call("GET", "/metrics").text.splitlines() if r.startswith(line))
+
+    other = Api(isolated.url)
+    for client in (api, other):
+        before = closed(client)
+        session = client.open("bandit")
+        answer = client.call("DELETE", f"/v1/sessions/{session}")
+        assert answer.status_code == 204 and answer.content == b"" and "content-length" not in answer.headers
+        gone = client.call("GET", f"/v1/sessions/{session}")
+        assert gone.status_code == 404 and error_of(gone)["code"] == "unknown_session"
+        assert client.call("DELETE", f"/v1/sessions/{session}").status_code == 204, "closing twice is no error"
+        assert client.call("DELETE", "/v1/sessions/never-opened", raw=b"{not json").status_code == 204
+        assert closed(client) == before + 3
+    with start(token="close-path-token") as process:
+        owner, stranger = Api(process.url, token="close-path-token"), Api(process.url)
+        session = owner.open("bandit")
+        refused = stranger.call("DELETE", f"/v1/sessions/{session}")
+        assert refused.status_code == 401 and refused.headers["WWW-Authenticate"] == "Bearer"
+        assert owner.call("GET", f"/v1/sessions/{session}").status_code == 200, "a refused close closes nothing"
