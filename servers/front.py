@@ -61,8 +61,8 @@ NATIVE: dict[str, Callable[[SessionManager, str, dict[str, Any], bytes | None], 
     "batch_step": _batch_step,
 }
 """The routes answered here, by name in ``protocol.ROUTES``; each answers exactly as its flask handler."""
-EMPTY_OK = {"reset", "close"}
-"""Routes whose body may be empty (a reset with no seed and no options; a DELETE has none)."""
+EMPTY_OK = {"reset"}
+"""Routes whose body may be empty (a reset with no seed and no options)."""
 
 
 class _Native:
@@ -122,7 +122,7 @@ class Front:
                 break
         else:
             return None
-        length, authorization, chunked = b"0" if native.route.name in EMPTY_OK else b"", b"", False
+        length, authorization, chunked = b"0", b"", False  # no Content-Length and not chunked: an empty body
         for name, value in scope["headers"]:
             if name == b"content-length":
                 length = value

@@ -2,9 +2,9 @@
 
 A rollout keeps every step it records until it returns, so the heap grows all run, and each time the
 objects that survived grow by a quarter CPython walks the whole heap: on a 1024-episode bandit run that
-was three or four pauses of 100-300 ms with the interpreter lock held, the lanes' calls unsent and the
-server idle (``bench/bench_driver_batch.py``; docs/rollout.md). Young collections go on, so the short-lived
-cycles a run makes are still freed; what reaches the oldest generation waits for the first full
+was three or four full collections, 150-800 ms in all, with the interpreter lock held, the lanes' calls
+unsent and the server idle (``bench/bench_driver_batch.py``; docs/rollout.md). Young collections go on,
+so the short-lived cycles a run makes are still freed; what reaches the oldest generation waits for the first full
 collection after the run, which the restored threshold brings as usual.
 """
 
