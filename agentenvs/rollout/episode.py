@@ -114,7 +114,11 @@ class EpisodePlay:
         return Pending(found.action if found else "", decision.response, span)
 
     def accept(self, pending: Pending, result: StepResult, env_s: float) -> bool:
-        """Record the step's outcome; True when the episode has ended."""
+        """Record the step's outcome; True when the episode has ended.
+
+        The step keeps the state the action was taken in (observation and anchor, from before the step)
+        beside the transition's outcome (reward, flags and info, from after it)."""
+        anchor = self.info.get("anchor")
         next_observation, reward, terminated, truncated, self.info = result
         self.timings["env_s"] += env_s
         self.record.steps.append(
@@ -128,6 +132,7 @@ class EpisodePlay:
                 terminated=bool(terminated),
                 truncated=bool(truncated),
                 info=step_info(self.info),
+                anchor=None if anchor is None else str(anchor),
             )
         )
         self.observation = self.record.final_observation = next_observation
