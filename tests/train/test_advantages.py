@@ -197,4 +197,3 @@ def test_invalid_action_penalty_is_verl_agents_per_turn_score_adjustment():
     # GiGPO: the penalty also comes off the turn's step return (S0: 1 vs 0.9 -> +-0.05)
     gigpo = adv.turn_advantages(records, "gigpo", invalid_action_penalty=0.1, gamma=1.0)
     assert gigpo == [pytest.approx([0.05, 0.0]), pytest.approx([-0.15, 0.0])]
-
