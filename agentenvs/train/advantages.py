@@ -265,7 +265,7 @@ def invalid_turns(record: EpisodeRecord) -> list[bool]:
     return [s.info.get("action_valid") is False for s in record.steps]
 
 
-def _anchor_keys(record: EpisodeRecord, use_text: bool) -> list[str]:
+def action_states(record: EpisodeRecord, use_text: bool = False) -> list[str]:
     """The state each action was taken in: ``StepRecord.anchor``; the pre-action observation text when
     similarity matching (hashes cannot be compared) or when the environment gives no anchor."""
     if record.schema != SCHEMA:
@@ -309,7 +309,7 @@ def advantages_for(records: Sequence[EpisodeRecord], settings: AdvantageSettings
     if settings.estimator == "gigpo":
         return gigpo(
             rewards,
-            [_anchor_keys(r, settings.similarity is not None) for r in records],
+            [action_states(r, settings.similarity is not None) for r in records],
             groups,
             gamma=settings.gamma,
             step_weight=settings.step_weight,
