@@ -138,7 +138,7 @@ class EpisodePlay:
         self.observation = self.record.final_observation = next_observation
         if terminated or truncated:
             self.healthy = True
-            _finish(self.record)
+            finish(self.record)
             return True
         return False
 
@@ -260,7 +260,8 @@ def _act(actor: Any, observation: str, info: dict[str, Any]) -> Any:
         raise _PolicyFailure("policy") from exc
 
 
-def _finish(record: EpisodeRecord) -> None:
+def finish(record: EpisodeRecord) -> None:
+    """Set an ended episode's outcome (success, score, end reason, failure cause) from its last step."""
     last = record.steps[-1].info if record.steps else {}
     record.success = bool(last.get("success", False))
     record.score = float(last.get("score", 1.0 if record.success else 0.0))

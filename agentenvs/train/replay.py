@@ -22,6 +22,7 @@ from typing import Any
 
 from agentenvs.errors import UnknownPrediction
 from agentenvs.predictions import Prediction, PredictionStore
+from agentenvs.rollout.episode import finish
 from agentenvs.rollout.records import EpisodeRecord
 from agentenvs.rollout.store import EPISODES_FILE, EpisodeStore, read_jsonl
 
@@ -35,15 +36,25 @@ def resolution_id(record: EpisodeRecord) -> str | None:
 
 
 def backfill(record: EpisodeRecord, prediction: Prediction) -> EpisodeRecord:
-    """A copy of ``record`` with the resolved prediction's reward on its last step, return and score."""
+    """A copy of ``record`` with the resolved prediction's reward on its last step, return and score, and its
+    outcome (``success`` as the resolver scored it, the end reason, the failure cause) as if it had ended now."""
     reward = float(prediction.scores["reward"])
+    success = bool(prediction.scores.get("success", record.success))
     steps = list(record.steps)
     last = steps[-1]
-    info = {**last.info, "reward_pending": False, "score": reward, "metrics": {**last.info.get("metrics", {})}}
-    info["metrics"].update({k: v for k, v in prediction.scores.items() if k != "reward"})
+    info = {
+        **last.info,
+        "reward_pending": False,
+        "score": reward,
+        "success": success,
+        "end_reason": "success" if success else "failure",
+        "metrics": {**last.info.get("metrics", {})},
+    }
+    info["metrics"].update({k: v for k, v in prediction.scores.items() if k not in ("reward", "success")})
     steps[-1] = dataclasses.replace(last, reward=reward, info=info)
-    total = sum(s.reward for s in steps)
-    return dataclasses.replace(record, steps=steps, return_=total, score=reward)
+    filled = dataclasses.replace(record, steps=steps, return_=sum(s.reward for s in steps))
+    finish(filled)
+    return filled
 
 
 class ReplaySource:

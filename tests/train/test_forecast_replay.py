@@ -175,3 +175,21 @@ def test_a_pending_episode_is_trained_once_with_its_whole_group_never_on_its_pla
         assert [r.episode_id for r in batch] == [r.episode_id for r in records] and metrics["replay/groups"] == 1
         assert not any(r.reward_pending for r in batch)
         assert trainer.replay.take()[0] == []
+
+
+def test_a_backfilled_episode_takes_the_resolved_outcome_not_only_the_reward(tmp_path: Path) -> None:
+    from agentenvs.predictions import Prediction
+    from agentenvs.train.replay import backfill
+
+    tasks = binary("dev")[:1]
+    (record,) = play(ForecasterPolicy(sigma=0.0), "dev", tasks, 1, None, store=str(tmp_path / "p.sqlite"))
+    assert record.reward_pending
+    resolved = Prediction(
+        "r", tasks[0]["task_id"], "binary", 0.9, {}, "resolved", 0.0, 1, {"reward": 0.99, "success": 1.0}
+    )
+    filled = backfill(record, resolved)
+    assert (filled.success, filled.score, filled.return_, filled.end_reason) == (True, 0.99, 0.99, "success")
+    assert filled.failure_cause == "none" and filled.success_turn == filled.steps[-1].turn
+    assert not filled.reward_pending and filled.steps[-1].info["success"] is True
+    failed = backfill(record, dataclasses.replace(resolved, scores={"reward": 0.2, "success": 0.0}))
+    assert (failed.success, failed.end_reason, failed.success_turn) == (False, "failure", None)
