@@ -267,7 +267,7 @@ def finish(record: EpisodeRecord) -> None:
     record.score = float(last.get("score", 1.0 if record.success else 0.0))
     record.end_reason = str(last.get("end_reason", "failure"))
     record.success_turn = next((s.turn for s in record.steps if s.info.get("success")), None)
-    if record.success:
+    if record.success or last.get("reward_pending"):  # a pending outcome has not failed (yet)
         record.failure_cause = "none"
     elif any(s.action_span is None for s in record.steps):
         record.failure_cause = "parse"
