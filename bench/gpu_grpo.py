@@ -127,6 +127,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_environment(config: Any) -> None:
+    """Make the recipe's environment once and check its training split exists."""
+    import agentenvs
+    from agentenvs.errors import UnknownSplit
+
+    env = agentenvs.make(config.env.name, **config.env.kwargs)
+    try:
+        if config.env.split not in env.splits():
+            raise UnknownSplit(f"{config.env.name} has no split {config.env.split!r}; it has {sorted(env.splits())}")
+    finally:
+        env.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.device == "cuda" and shutil.which("nvidia-smi") is None:
@@ -156,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(RECIPE, [*overrides, *args.overrides])  # bad settings fail before any download
         model_dir = resolve_path(config.model.path)
+        if model_dir is not None:
+            check_environment(config)  # so do missing games (ALFWORLD_DATA) and splits, before vLLM starts
     except AgentEnvsError as exc:
         print(f"gpu_grpo: {exc}")
         return 2

@@ -3,7 +3,8 @@
 Every adapter whose trainer wants token ids (TRL, and the same split is verl's and OpenRLHF's) uses
 this: the first turn's prompt is the trainer's prompt; everything after it (each sampled response
 and the environment's templated observations between them) is the completion, with a mask that is 1
-on sampled ids and 0 on environment ids, and the sampled logprobs (0.0 on environment ids).
+on sampled ids and 0 on environment ids, and the sampled logprobs (0.0 on environment ids; None when
+the backend gave none for some turn).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class Completion:
     completion_ids: list[int]
     mask: list[int]
     """1 on ids the policy sampled, 0 on the environment's ids (observations, chat template)."""
-    logprobs: list[float]
+    logprobs: list[float] | None
+    """None when the backend returned no logprobs for some turn."""
     record: EpisodeRecord
 
 

@@ -110,7 +110,8 @@ class EnvRollout:
         return {
             "prompt_ids": [p.prompt_ids for p in parts],
             "completion_ids": [p.completion_ids for p in parts],
-            "logprobs": [p.logprobs for p in parts],
+            # TRL corrects for the sampler with these; it takes None (no correction) but not a gap in the batch
+            "logprobs": None if any(p.logprobs is None for p in parts) else [p.logprobs for p in parts],
             "env_mask": [p.mask for p in parts],
             "env_return": [float(r.return_) for r in records],
             "env_score": [float(r.score) for r in records],

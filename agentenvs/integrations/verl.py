@@ -82,6 +82,7 @@ class AgentEnvsAgentLoop(_agent_loop.AgentLoopBase):
         mask: list[int] = []
         logprobs: list[float] = []
         rewards: list[float] = []
+        logprobs_known = bool(sampling.get("logprobs"))
         request_id = uuid4().hex
         while not episode.done and len(ids) < self.response_length:
             budget = self.response_length - len(ids)
@@ -91,6 +92,7 @@ class AgentEnvsAgentLoop(_agent_loop.AgentLoopBase):
             )
             ids += out.token_ids
             mask += [1] * len(out.token_ids)
+            logprobs_known = logprobs_known and bool(out.log_probs)
             logprobs += list(out.log_probs) if out.log_probs else [0.0] * len(out.token_ids)
             result = await asyncio.to_thread(episode.step, self.chat.response_text(out.token_ids))
             rewards.append(result.reward)
@@ -102,7 +104,7 @@ class AgentEnvsAgentLoop(_agent_loop.AgentLoopBase):
             prompt_ids=prompt_ids,
             response_ids=ids[:n],
             response_mask=mask[:n],
-            response_logprobs=logprobs[:n] if sampling.get("logprobs") else None,
+            response_logprobs=logprobs[:n] if logprobs_known else None,  # never zeros standing in for a gap
             reward_score=episode.return_,
             num_turns=2 * episode.turns + 1,
             metrics={},

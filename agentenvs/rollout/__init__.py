@@ -2,7 +2,7 @@
 
 The pieces (each in its own module; heavy ones import torch or requests only when used):
 
-- ``records``: ``EpisodeRecord`` (schema ``agentenvs.episode/1``), ``StepRecord``, ``TokenRecord``.
+- ``records``: ``EpisodeRecord`` (schema ``agentenvs.episode/2``), ``StepRecord``, ``TokenRecord``.
   Trainers and scorers read only these.
 - ``store``: ``EpisodeStore``, the append-only episode file of rollouts, evaluations and training
   (flushed per record, torn last line recovered, resumed by ``episode_id``); ``read_jsonl`` / ``write_jsonl``.

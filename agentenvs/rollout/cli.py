@@ -24,7 +24,7 @@ policies (--policy):
                        openai:http://127.0.0.1:8000/v1:smollm2
 
 --n counts groups: the run holds N x G episodes; the G episodes of a group share task and seed.
-Records go to DIR/episodes.jsonl (schema agentenvs.episode/1, see docs/rollout.md); a run that is
+Records go to DIR/episodes.jsonl (schema agentenvs.episode/2, see docs/rollout.md); a run that is
 started again with the same arguments skips the episodes already there (a half-written last line left by
 a crash is cut off); a DIR holding episodes of another env version, panel or policy is refused, and
 --no-resume starts the file over. DIR/summary.json sums it up.

@@ -114,7 +114,11 @@ class EpisodePlay:
         return Pending(found.action if found else "", decision.response, span)
 
     def accept(self, pending: Pending, result: StepResult, env_s: float) -> bool:
-        """Record the step's outcome; True when the episode has ended."""
+        """Record the step's outcome; True when the episode has ended.
+
+        The step keeps the state the action was taken in (observation and anchor, from before the step)
+        beside the transition's outcome (reward, flags and info, from after it)."""
+        anchor = self.info.get("anchor")
         next_observation, reward, terminated, truncated, self.info = result
         self.timings["env_s"] += env_s
         self.record.steps.append(
@@ -128,12 +132,13 @@ class EpisodePlay:
                 terminated=bool(terminated),
                 truncated=bool(truncated),
                 info=step_info(self.info),
+                anchor=None if anchor is None else str(anchor),
             )
         )
         self.observation = self.record.final_observation = next_observation
         if terminated or truncated:
             self.healthy = True
-            _finish(self.record)
+            finish(self.record)
             return True
         return False
 
@@ -255,13 +260,14 @@ def _act(actor: Any, observation: str, info: dict[str, Any]) -> Any:
         raise _PolicyFailure("policy") from exc
 
 
-def _finish(record: EpisodeRecord) -> None:
+def finish(record: EpisodeRecord) -> None:
+    """Set an ended episode's outcome (success, score, end reason, failure cause) from its last step."""
     last = record.steps[-1].info if record.steps else {}
     record.success = bool(last.get("success", False))
     record.score = float(last.get("score", 1.0 if record.success else 0.0))
     record.end_reason = str(last.get("end_reason", "failure"))
     record.success_turn = next((s.turn for s in record.steps if s.info.get("success")), None)
-    if record.success:
+    if record.success or last.get("reward_pending"):  # a pending outcome has not failed (yet)
         record.failure_cause = "none"
     elif any(s.action_span is None for s in record.steps):
         record.failure_cause = "parse"

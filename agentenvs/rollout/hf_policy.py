@@ -4,7 +4,9 @@ Episodes call the policy from many driver threads; a batcher thread gathers thei
 ``batch_size``, waiting at most ``batch_wait_s`` for company) and runs one batched decode with a KV
 cache. Each row samples from its own seeded generator, so a turn's sample depends on its seed, not on
 which other episodes shared the batch (up to float rounding of padded batches). The recorded logprob
-of each sampled id is the log-softmax of the raw logits (``logprob_kind`` "raw", like vLLM's default).
+of each sampled id is of the distribution it was drawn from: the log-softmax of the logits divided by
+the temperature (``logprob_kind`` "processed"; at temperature 1 the same as vLLM's default "raw"; at
+temperature 0, greedy, the raw logits').
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class TransformersPolicy(LLMPolicy):
     """A causal LM from a checkpoint folder (``hf:PATH``) or an already loaded model and tokenizer."""
 
     name = "transformers"
+    logprob_kind = "processed"
 
     def __init__(
         self,
@@ -112,6 +115,7 @@ class TransformersPolicy(LLMPolicy):
             ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
             mask[row, width - len(prompt) :] = 1
         generators = [torch.Generator().manual_seed(seed) for _, seed, _ in requests]
+        temperatures = torch.tensor([[s.temperature if s.temperature > 0 else 1.0] for _, _, s in requests])
         outputs: list[list[int]] = [[] for _ in requests]
         logprobs: list[list[float]] = [[] for _ in requests]
         finish = ["length"] * len(requests)
@@ -127,13 +131,13 @@ class TransformersPolicy(LLMPolicy):
                     input_ids=step_input, attention_mask=mask, position_ids=positions, cache=cache, logits_to_keep=1
                 )
                 logits = out.logits[:, -1, :].float().cpu()
-                raw = torch.log_softmax(logits, dim=-1)
+                sampled = torch.log_softmax(logits / temperatures, dim=-1)
                 for row, (_, _, settings) in enumerate(requests):
                     if done[row]:
                         continue
                     token = _sample_row(logits[row], settings, generators[row])
                     outputs[row].append(token)
-                    logprobs[row].append(float(raw[row, token]))
+                    logprobs[row].append(float(sampled[row, token]))
                     if token in stop_ids or (settings.stop and self._hit_stop_string(outputs[row], settings.stop)):
                         done[row], finish[row] = True, "stop"
                     elif len(outputs[row]) >= budgets[row]:

@@ -71,6 +71,8 @@ class LLMPolicy(Policy):
     chat: ChatTokens | None = None
     tokens_in: bool = True
     model_name: str = ""
+    logprob_kind: str = "raw"
+    """What the backend's logprobs are of (``TokenRecord.logprob_kind``)."""
 
     def __init__(self, sampling: Sampling, history: HistoryConfig, seed: int):
         self.sampling_settings = sampling
@@ -108,6 +110,7 @@ class LLMActor(Actor):
         if policy.chat is not None:
             self.record = TokenRecord(incremental=policy.tokens_in and policy.history.incremental)
             self.record.tokenizer = policy.model_name
+            self.record.logprob_kind = policy.logprob_kind
         self.context_ids: list[int] | None = None
         self.last_response_ids: list[int] = []
         self.deadline: float | None = None
@@ -139,7 +142,7 @@ class LLMActor(Actor):
         ids = generation.token_ids or []
         response = chat.response_text(ids)
         action = self.context.extract_action(response)
-        self.record.add_turn(added, ids, generation.logprobs or [0.0] * len(ids), chat.action_mask(ids, action))
+        self.record.add_turn(added, ids, _logprobs(generation, ids), chat.action_mask(ids, action))
         self.context_ids = prompt + ids
         self.last_response_ids = ids
         return Decision(response, action, _usage(prompt, ids, generation))
@@ -152,14 +155,19 @@ class LLMActor(Actor):
         chat = self.policy.chat
         if self.record is not None and chat is not None and generation.token_ids is not None and generation.prompt_ids:
             ids = generation.token_ids
-            logprobs = generation.logprobs or [0.0] * len(ids)
-            self.record.add_turn(generation.prompt_ids, ids, logprobs, chat.action_mask(ids, action))
+            self.record.add_turn(generation.prompt_ids, ids, _logprobs(generation, ids), chat.action_mask(ids, action))
         else:
             self.record = None
         return Decision(response, action, _usage(generation.prompt_ids or [], generation.token_ids or [], generation))
 
     def tokens(self) -> TokenRecord | None:
         return self.record
+
+
+def _logprobs(generation: Generation, ids: list[int]) -> list[float] | None:
+    """The sampled ids' logprobs, or None when the backend gave none (or not one per id)."""
+    values = generation.logprobs
+    return list(values) if values is not None and len(values) == len(ids) else None
 
 
 def _usage(prompt: list[int], ids: list[int], generation: Generation) -> dict[str, Any]:

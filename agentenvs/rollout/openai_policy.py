@@ -9,6 +9,10 @@ Two modes:
 - ``chat``: messages go out; the server templates them. Token ids are recorded when the server returns
   both the prompt's and the answer's (vLLM does), otherwise the episode's ``tokens`` is null.
 
+``logprob_kind`` says what the server's logprobs are of (``raw`` by vLLM's default; ``processed``, after
+temperature, with ``--logprobs-mode processed_logprobs``); a trainer sampling at a temperature other than 1
+needs ``processed`` ones to compare with its own. A logprob the server leaves out is recorded as None.
+
 Requests have a timeout (cut to the episode's remaining time) and are retried with backoff on
 connection errors, 429 and 5xx; a 4xx answer is the policy's problem and is not retried.
 """
@@ -25,6 +29,7 @@ from agentenvs.rollout.prompting import HistoryConfig
 from agentenvs.rollout.tokens import ChatTokens
 
 MODES = ("completions", "chat")
+LOGPROB_KINDS = ("raw", "processed")
 TOKEN_ID_PREFIX = "token_id:"
 
 
@@ -46,6 +51,7 @@ class OpenAIPolicy(LLMPolicy):
         timeout_s: float = 120.0,
         retries: int = 3,
         api_key: str | None = None,
+        logprob_kind: str = "raw",
     ):
         import requests
 
@@ -73,6 +79,12 @@ class OpenAIPolicy(LLMPolicy):
             )
         self.mode = mode
         self.tokens_in = mode == "completions"
+        if logprob_kind not in LOGPROB_KINDS:
+            raise InvalidArgument(
+                f"logprob_kind must be one of {LOGPROB_KINDS} (what the server's logprobs are of: vLLM's default "
+                f"is raw, processed with --logprobs-mode processed_logprobs), got {logprob_kind!r}"
+            )
+        self.logprob_kind = logprob_kind
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "base_url": self.base_url, "mode": self.mode}
@@ -211,7 +223,7 @@ class OpenAIPolicy(LLMPolicy):
         return Generation(
             text=choice.get("text", ""),
             token_ids=[int(i) for i in ids],
-            logprobs=[float(v or 0.0) for v in values] if values and len(values) == len(ids) else None,
+            logprobs=_known(values, len(ids)),
             prompt_ids=list(prompt_ids),
             finish_reason=choice.get("finish_reason"),
         )
@@ -219,14 +231,20 @@ class OpenAIPolicy(LLMPolicy):
     def _chat_choice(self, choice: dict[str, Any], prompt_ids: list[int] | None) -> Generation:
         content = (choice.get("logprobs") or {}).get("content") or []
         ids = choice.get("token_ids") or _ids_from_tokens([c.get("token") for c in content])
-        values = [float(c.get("logprob") or 0.0) for c in content]
         return Generation(
             text=(choice.get("message") or {}).get("content") or "",
             token_ids=[int(i) for i in ids] if ids else None,
-            logprobs=values if ids and len(values) == len(ids) else None,
+            logprobs=_known([c.get("logprob") for c in content], len(ids or [])),
             prompt_ids=[int(i) for i in prompt_ids] if prompt_ids else None,
             finish_reason=choice.get("finish_reason"),
         )
+
+
+def _known(values: list[Any] | None, count: int) -> list[float] | None:
+    """One float logprob per id, or None when the server gave none, too few, or a null among them."""
+    if not values or len(values) != count or any(v is None for v in values):
+        return None
+    return [float(v) for v in values]
 
 
 def _ids_from_tokens(tokens: list[Any] | None) -> list[int] | None:

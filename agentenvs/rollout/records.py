@@ -10,7 +10,8 @@ Token layout (``tokens``), per turn ``t``:
   ``t`` is every earlier ``prompt_ids`` and ``response_ids`` concatenated, then ``prompt_ids[t]``.
   With ``incremental`` False (windowed history, chat-mode servers), the complete prompt of turn ``t``.
 - ``response_ids[t]``: the ids the policy sampled, exactly as sampled (never decoded and re-encoded).
-- ``response_logprobs[t]``: the log-probability of each sampled id (see ``logprob_kind``).
+- ``response_logprobs[t]``: the log-probability of each sampled id (see ``logprob_kind``), or None
+  when the backend returned none (never a made-up 0.0: a consumer reading behaviour logprobs must know).
 - ``loss_mask[t]`` and ``action_mask[t]``: aligned with ``prompt_ids[t] + response_ids[t]``. The loss
   mask is 1 on ids the policy generated (0 on prompt and template ids); the action mask is 1 on the
   response ids that overlap the action span that ``extract_action`` found.
@@ -27,7 +28,12 @@ from typing import Any
 from agentenvs.errors import InvalidArgument
 from agentenvs.info import FAILURE_CAUSES
 
-SCHEMA = "agentenvs.episode/1"
+SCHEMA = "agentenvs.episode/2"
+"""The schema records are written in. ``/2`` added ``StepRecord.anchor`` and ``None`` logprobs."""
+
+READABLE_SCHEMAS = ("agentenvs.episode/1", SCHEMA)
+"""Schemas :meth:`EpisodeRecord.from_dict` reads; a ``/1`` record keeps its schema, so consumers that need
+what ``/2`` added (GiGPO needs ``StepRecord.anchor``) can refuse it."""
 
 STEP_INFO_KEYS = (
     "action_valid",
@@ -52,7 +58,13 @@ def step_info(info: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class StepRecord:
-    """One turn: what the policy saw, what it said, what the environment made of it."""
+    """One turn: what the policy saw, what it said, what the environment made of it.
+
+    ``observation`` and ``anchor`` describe the state the action was taken in (the reset's for turn 1);
+    ``reward``, ``terminated``, ``truncated`` and ``info`` are the transition's outcome, so
+    ``info["anchor"]`` names the state the action *reached*. Step-level credit (GiGPO's step groups)
+    groups actions by ``anchor``, the state they were chosen in.
+    """
 
     turn: int
     observation: str
@@ -63,6 +75,8 @@ class StepRecord:
     terminated: bool
     truncated: bool
     info: dict[str, Any] = field(default_factory=dict)
+    anchor: str | None = None
+    """The anchor of the state the action was taken in; None when the environment gives no anchors."""
 
 
 @dataclass
@@ -71,7 +85,8 @@ class TurnSample:
 
     prompt_ids: list[int]
     response_ids: list[int]
-    response_logprobs: list[float]
+    response_logprobs: list[float] | None
+    """None when the backend returned no logprobs."""
     action_mask: list[int]
     """Aligned with ``response_ids``."""
 
@@ -83,8 +98,8 @@ class TokenSequence:
     ids: list[int]
     loss_mask: list[int]
     action_mask: list[int]
-    logprobs: list[float]
-    """The sampled logprob where ``loss_mask`` is 1, and 0.0 elsewhere."""
+    logprobs: list[float] | None
+    """The sampled logprob where ``loss_mask`` is 1, and 0.0 elsewhere; None when a turn has none."""
 
 
 @dataclass
@@ -93,28 +108,36 @@ class TokenRecord:
 
     prompt_ids: list[list[int]] = field(default_factory=list)
     response_ids: list[list[int]] = field(default_factory=list)
-    response_logprobs: list[list[float]] = field(default_factory=list)
+    response_logprobs: list[list[float] | None] = field(default_factory=list)
     loss_mask: list[list[int]] = field(default_factory=list)
     action_mask: list[list[int]] = field(default_factory=list)
     incremental: bool = True
     """True: ``prompt_ids[t]`` holds only the ids added since turn ``t-1``; False: the whole prompt."""
     logprob_kind: str = "raw"
-    """``raw``: log-softmax of the model's unscaled logits (vLLM's default, llama.cpp's, ours)."""
+    """``raw``: log-softmax of the model's unscaled logits (vLLM's default, llama.cpp's); ``processed``: of
+    the distribution sampled from, after temperature (``TransformersPolicy``'s, vLLM's with
+    ``--logprobs-mode processed_logprobs``). The two agree at temperature 1."""
     tokenizer: str | None = None
     """What produced the ids (a checkpoint path or model name), so a trainer can check it matches."""
 
     def add_turn(
-        self, prompt_ids: list[int], response_ids: list[int], logprobs: list[float], response_action_mask: list[int]
+        self,
+        prompt_ids: list[int],
+        response_ids: list[int],
+        logprobs: list[float] | None,
+        response_action_mask: list[int],
     ) -> None:
-        """Append a turn; ``response_action_mask`` is aligned with ``response_ids``."""
-        if not (len(response_ids) == len(logprobs) == len(response_action_mask)):
+        """Append a turn; ``response_action_mask`` is aligned with ``response_ids``; ``logprobs`` None when
+        the backend returned none."""
+        n_logprobs = len(response_ids) if logprobs is None else len(logprobs)
+        if not (len(response_ids) == n_logprobs == len(response_action_mask)):
             raise InvalidArgument(
                 f"a turn needs one logprob and one action-mask bit per response id; got {len(response_ids)} ids, "
-                f"{len(logprobs)} logprobs, {len(response_action_mask)} mask bits"
+                f"{n_logprobs} logprobs, {len(response_action_mask)} mask bits"
             )
         self.prompt_ids.append(list(prompt_ids))
         self.response_ids.append(list(response_ids))
-        self.response_logprobs.append([float(x) for x in logprobs])
+        self.response_logprobs.append(None if logprobs is None else [float(x) for x in logprobs])
         self.loss_mask.append([0] * len(prompt_ids) + [1] * len(response_ids))
         self.action_mask.append([0] * len(prompt_ids) + [int(bool(b)) for b in response_action_mask])
 
@@ -137,7 +160,7 @@ class TokenRecord:
         return TurnSample(
             prompt_ids=self.context_ids(turn),
             response_ids=list(self.response_ids[turn]),
-            response_logprobs=list(self.response_logprobs[turn]),
+            response_logprobs=None if self.response_logprobs[turn] is None else list(self.response_logprobs[turn]),
             action_mask=list(self.action_mask[turn][skip:]),
         )
 
@@ -156,8 +179,9 @@ class TokenRecord:
             ids += self.prompt_ids[t] + self.response_ids[t]
             loss += self.loss_mask[t]
             action += self.action_mask[t]
-            logprobs += [0.0] * len(self.prompt_ids[t]) + self.response_logprobs[t]
-        return TokenSequence(ids=ids, loss_mask=loss, action_mask=action, logprobs=logprobs)
+            logprobs += [0.0] * len(self.prompt_ids[t]) + (self.response_logprobs[t] or [])
+        known = all(values is not None for values in self.response_logprobs)
+        return TokenSequence(ids=ids, loss_mask=loss, action_mask=action, logprobs=logprobs if known else None)
 
     def check(self) -> list[str]:
         """Problems with the lengths of the per-turn lists; empty when they line up."""
@@ -168,7 +192,8 @@ class TokenRecord:
             return problems
         for t in range(self.num_turns):
             total = len(self.prompt_ids[t]) + len(self.response_ids[t])
-            n_ids, n_logprobs = len(self.response_ids[t]), len(self.response_logprobs[t])
+            n_ids = len(self.response_ids[t])
+            n_logprobs = n_ids if self.response_logprobs[t] is None else len(self.response_logprobs[t])
             if n_logprobs != n_ids:
                 problems.append(f"turn {t}: {n_logprobs} logprobs for {n_ids} ids")
             for name in ("loss_mask", "action_mask"):
@@ -179,7 +204,7 @@ class TokenRecord:
 
 @dataclass
 class EpisodeRecord:
-    """One episode, as docs/rollout.md defines it (schema ``agentenvs.episode/1``)."""
+    """One episode, as docs/rollout.md defines it (schema ``agentenvs.episode/2``)."""
 
     episode_id: str
     group_id: str
@@ -222,7 +247,7 @@ class EpisodeRecord:
     def from_dict(cls, data: dict[str, Any]) -> EpisodeRecord:
         if not isinstance(data, dict):
             raise InvalidArgument(f"an episode record is a JSON object, got {type(data).__name__}")
-        if data.get("schema") != SCHEMA:
+        if data.get("schema") not in READABLE_SCHEMAS:
             raise InvalidArgument(
                 f"not an {SCHEMA} record (schema={data.get('schema')!r}); re-run `agentenvs rollout` to regenerate it"
             )
@@ -247,6 +272,12 @@ class EpisodeRecord:
     def from_json(cls, text: str | bytes | dict[str, Any]) -> EpisodeRecord:
         """Parse one record from a JSON line (or an already-decoded dict)."""
         return cls.from_dict(text if isinstance(text, dict) else json.loads(text))
+
+    @property
+    def reward_pending(self) -> bool:
+        """True while the episode's reward waits on something outside it (a forecast's resolution): its
+        recorded reward is a placeholder until a replay backfills it (``agentenvs.train.replay``)."""
+        return any(bool(s.info.get("reward_pending")) for s in self.steps[-1:])
 
     @property
     def usable_for_training(self) -> bool:

@@ -131,7 +131,7 @@ class EpisodeStore(JsonlLog):
             if not schema.startswith(EPISODE_SCHEMA_PREFIX):
                 raise InvalidArgument(
                     f"{self.path}:{number} is not an episode record (schema {schema!r}, expected "
-                    "'agentenvs.episode/1'); pass the episodes.jsonl written by `agentenvs eval` or `agentenvs rollout`"
+                    "'agentenvs.episode/2'); pass the episodes.jsonl written by `agentenvs eval` or `agentenvs rollout`"
                 )
             rows.append(row)
         return rows

@@ -18,6 +18,10 @@ from agentenvs.actions import ExtractedAction
 from agentenvs.errors import InvalidArgument
 
 SENTINEL = "\u2063agentenvs-sentinel\u2063"
+REPLACEMENT = "\ufffd"
+"""What a decoder gives for an incomplete UTF-8 character."""
+DECODE_CONTEXT = 4
+"""Ids decoded before an incremental window so it decodes as it does inside the whole text."""
 
 
 class ChatTokens:
@@ -69,16 +73,45 @@ class ChatTokens:
         return list(response_ids)
 
     def char_spans(self, response_ids: list[int]) -> list[tuple[int, int]]:
-        """Each sampled id's character span in :meth:`response_text` (an end-of-turn token gets an empty span)."""
+        """Each sampled id's character span in :meth:`response_text` (an end-of-turn token gets an empty span).
+
+        Token ``i`` ends where the text of ids ``0..i`` ends (never before the previous token's end: a
+        partial UTF-8 character decodes to a replacement character that the next id completes). The text
+        of ids ``0..i`` is measured incrementally, decoding only the ids since the last complete character
+        and a few before them, so a turn costs time linear in its length instead of decoding every prefix.
+        """
         body = self.strip_stop(response_ids)
+        ends = self._prefix_lengths(body)
+        if ends and ends[-1] != len(self.response_text(body)):  # a decoder that is not local: measure exactly
+            ends = [len(self._decode(body[: i + 1])) for i in range(len(body))]
         spans = []
         previous = 0
-        for i in range(len(body)):
-            length = max(previous, len(self.tokenizer.decode(body[: i + 1], skip_special_tokens=False)))
+        for end in ends:
+            length = max(previous, end)
             spans.append((previous, length))
             previous = length
         spans += [(previous, previous)] * (len(response_ids) - len(body))
         return spans
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def _prefix_lengths(self, body: list[int]) -> list[int]:
+        """``len(decode(body[:i + 1]))`` for every ``i``, from windows after the last stable point (a prefix
+        whose text ends in a complete character), each decoded with ``DECODE_CONTEXT`` ids before it so
+        that merges and space clean-up at the boundary come out as in the whole text."""
+        lengths = []
+        stable_at = stable_length = head = 0
+        for i in range(len(body)):
+            start = max(0, stable_at - DECODE_CONTEXT)
+            window = self._decode(body[start : i + 1])
+            length = stable_length + len(window) - head
+            lengths.append(length)
+            if not window.endswith(REPLACEMENT):
+                stable_at, stable_length = i + 1, length
+                start = max(0, stable_at - DECODE_CONTEXT)
+                head = len(self._decode(body[start:stable_at]))
+        return lengths
 
     def action_mask(self, response_ids: list[int], action: ExtractedAction | None) -> list[int]:
         """1 on the sampled ids whose text overlaps the action's span."""

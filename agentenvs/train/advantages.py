@@ -3,11 +3,18 @@
 Every estimator answers ``list[list[float]]``: for each episode, one advantage per turn (step). The
 trainer gives every response token of a turn that turn's advantage; prompt and observation tokens are
 masked out by the loss. Outcome estimators (GRPO, Dr.GRPO, RLOO) give all turns of an episode the same
-value; GiGPO adds a step-level term from ``anchor`` groups. The formulas: docs/train.md ("One step").
+value; GiGPO adds a step-level term from groups of turns taken in the same state (``StepRecord.anchor``).
+The formulas: docs/train.md ("Advantages").
 
 Groups are the records' ``group_id``: episodes of the same task and seed rolled out by the same policy.
-A group of one has no baseline; as in verl it keeps its raw score (mean 0, scale 1). Drop such groups
-(and zero-variance groups) with :func:`informative_groups` when they should not train.
+A group of one has no baseline; as in verl it keeps its raw score (mean 0, scale 1). A group whose
+members all scored alike (within :data:`TIE_TOL`) gets an episode-level advantage
+of exactly 0 from every estimator, so "tied" means one thing to the estimators and to the filter
+(:func:`informative_groups`, which keeps the groups where some turn has a non-zero advantage).
+
+What a turn is worth comes from ``score_source`` in one place (:func:`step_rewards`), for the episode
+level and the step level alike: the environment's per-step rewards (``return``), or the episode's
+``score`` or ``success`` (times ``score_scale``) on its last step.
 """
 
 from __future__ import annotations
@@ -15,15 +22,22 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from agentenvs.errors import InvalidArgument
-from agentenvs.rollout.records import EpisodeRecord
+from agentenvs.rollout.records import SCHEMA, EpisodeRecord
 
 EPS = 1e-6
 """Added to a group's standard deviation before dividing (verl's epsilon)."""
 
+TIE_TOL = 1e-9
+"""Scores closer than this are tied: such a group carries no episode-level signal."""
+
 ESTIMATORS = ("grpo", "drgrpo", "rloo", "gigpo")
+SCORE_SOURCES = ("return", "score", "success")
+
+Cell = tuple[int, int]
+"""(episode index, turn index)."""
 
 
 def _groups(group_ids: Sequence[str]) -> dict[str, list[int]]:
@@ -43,6 +57,18 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
 
 
+def _tied(values: Sequence[float]) -> bool:
+    return max(values) - min(values) <= TIE_TOL
+
+
+def _normalize(values: Sequence[float], scale_by_std: bool, eps: float) -> list[float]:
+    """``(v - mean) / (std + eps)`` (or ``v - mean``) over one group; exactly 0 for a tied group."""
+    if len(values) > 1 and _tied(values):
+        return [0.0] * len(values)
+    mean, std = _mean_std(values)
+    return [(v - mean) / (std + eps) if scale_by_std else v - mean for v in values]
+
+
 def group_normalized(
     scores: Sequence[float], group_ids: Sequence[str], *, scale_by_std: bool = True, eps: float = EPS
 ) -> list[float]:
@@ -51,10 +77,8 @@ def group_normalized(
         raise InvalidArgument(f"{len(scores)} scores but {len(group_ids)} group ids")
     advantages = [0.0] * len(scores)
     for members in _groups(group_ids).values():
-        mean, std = _mean_std([scores[i] for i in members])
-        for i in members:
-            centred = scores[i] - mean
-            advantages[i] = centred / (std + eps) if scale_by_std else centred
+        for i, value in zip(members, _normalize([scores[i] for i in members], scale_by_std, eps), strict=True):
+            advantages[i] = value
     return advantages
 
 
@@ -65,7 +89,10 @@ def leave_one_out(scores: Sequence[float], group_ids: Sequence[str]) -> list[flo
     advantages = [0.0] * len(scores)
     for members in _groups(group_ids).values():
         n = len(members)
-        total = sum(scores[i] for i in members)
+        values = [scores[i] for i in members]
+        if n > 1 and _tied(values):
+            continue
+        total = sum(values)
         for i in members:
             advantages[i] = scores[i] if n == 1 else scores[i] - (total - scores[i]) / (n - 1)
     return advantages
@@ -99,6 +126,56 @@ def _cluster(keys: Sequence[str], similarity: float | None) -> list[int]:
     return labels
 
 
+def step_groups(
+    anchors: Sequence[Sequence[str]], group_ids: Sequence[str], similarity: float | None = None
+) -> list[list[Cell]]:
+    """GiGPO's step groups (Eq. 6): within each episode group, the turns whose anchors (the states the
+    actions were taken in) are equal, or with ``similarity`` similar texts. Groups of one included."""
+    found: list[list[Cell]] = []
+    for members in _groups(group_ids).values():
+        cells = [(i, t) for i in members for t in range(len(anchors[i]))]
+        by_label: dict[int, list[Cell]] = {}
+        for cell, label in zip(cells, _cluster([anchors[i][t] for i, t in cells], similarity), strict=True):
+            by_label.setdefault(label, []).append(cell)
+        found += by_label.values()
+    return found
+
+
+@dataclass(frozen=True)
+class OutcomeSettings:
+    """How the episode level is normalised: ``scale_by_std`` (GRPO) or not (Dr.GRPO, GiGPO "w/o std"),
+    and ``cross_steps``: group statistics over every turn (row) instead of every episode (verl-agent)."""
+
+    scale_by_std: bool = True
+    cross_steps: bool = False
+    eps: float = EPS
+
+
+def _episode_level(
+    scores: Sequence[float],
+    penalties: Sequence[Sequence[float]],
+    group_ids: Sequence[str],
+    settings: OutcomeSettings,
+) -> list[list[float]]:
+    """GRPO/Dr.GRPO per turn. A turn's score is its episode's minus the turn's penalty (verl-agent's
+    invalid-action penalty); with ``cross_steps`` the statistics run over the turns' scores, otherwise
+    over the episodes' scores and the penalty is subtracted after normalising."""
+    if not settings.cross_steps:
+        level = group_normalized(scores, group_ids, scale_by_std=settings.scale_by_std, eps=settings.eps)
+        return [[level[i] - p for p in penalties[i]] for i in range(len(scores))]
+    rows = [(i, t) for i in range(len(scores)) for t in range(len(penalties[i]))]
+    values = group_normalized(
+        [scores[i] - penalties[i][t] for i, t in rows],
+        [group_ids[i] for i, _ in rows],
+        scale_by_std=settings.scale_by_std,
+        eps=settings.eps,
+    )
+    out: list[list[float]] = [[] for _ in scores]
+    for (i, _), value in zip(rows, values, strict=True):
+        out[i].append(value)
+    return out
+
+
 def gigpo(
     step_rewards: Sequence[Sequence[float]],
     anchors: Sequence[Sequence[str]],
@@ -109,101 +186,52 @@ def gigpo(
     scale_by_std: bool = False,
     similarity: float | None = None,
     cross_steps: bool = False,
+    penalties: Sequence[Sequence[float]] | None = None,
     eps: float = EPS,
 ) -> list[list[float]]:
     """GiGPO: ``A = A^E(episode) + step_weight * A^S(step)`` for every step (arXiv 2505.10978 Eq. 3-8).
 
-    ``A^E`` normalizes episode returns within the episode group (``scale_by_std`` False is the paper's
-    "w/o std", ``mean_norm``); with ``cross_steps`` the group statistics run over all step rows, as in
-    verl-agent's default, so long episodes weigh more. ``A^S`` normalizes discounted step returns within
-    anchor groups: the steps of one episode group whose ``anchor`` (the observed state) is the same, or
-    with ``similarity`` in (0, 1], texts similar by ``SequenceMatcher`` ratio. A step alone in its anchor
-    group gets ``A^S = 0``.
+    ``anchors[i][t]`` names the state episode ``i`` was in when it took its action ``t``. ``A^E``
+    normalizes episode returns within the episode group (``scale_by_std`` False is the paper's
+    "w/o std", ``mean_norm``; ``cross_steps`` as verl-agent). ``A^S`` normalizes discounted step
+    returns within :func:`step_groups`; a step alone in its group gets ``A^S = 0``. ``penalties[i][t]``
+    (verl-agent's invalid-action penalty) is subtracted from the turn's episode score and step return.
     """
     if not (len(step_rewards) == len(anchors) == len(group_ids)):
         raise InvalidArgument("gigpo needs one reward list, one anchor list and one group id per episode")
     for rewards, keys in zip(step_rewards, anchors, strict=True):
         if len(rewards) != len(keys):
             raise InvalidArgument(f"an episode has {len(rewards)} step rewards but {len(keys)} anchors")
-    totals = [float(sum(r)) for r in step_rewards]
-    if cross_steps:
-        rows = [i for i, r in enumerate(step_rewards) for _ in r]
-        row_adv = group_normalized([totals[i] for i in rows], [group_ids[i] for i in rows], scale_by_std=scale_by_std)
-        episode_adv = dict(zip(rows, row_adv, strict=True))
-        episode_level = [episode_adv.get(i, 0.0) for i in range(len(totals))]
-    else:
-        episode_level = group_normalized(totals, group_ids, scale_by_std=scale_by_std, eps=eps)
-    returns = [discounted_returns(r, gamma) for r in step_rewards]
+    penalties = penalties or [[0.0] * len(r) for r in step_rewards]
+    settings = OutcomeSettings(scale_by_std=scale_by_std, cross_steps=cross_steps, eps=eps)
+    episode_level = _episode_level([float(sum(r)) for r in step_rewards], penalties, group_ids, settings)
+    returns = [
+        [value - penalty for value, penalty in zip(discounted_returns(r, gamma), p, strict=True)]
+        for r, p in zip(step_rewards, penalties, strict=True)
+    ]
     step_level = [[0.0] * len(r) for r in step_rewards]
-    for members in _groups(group_ids).values():
-        cells = [(i, t) for i in members for t in range(len(step_rewards[i]))]
-        labels = _cluster([anchors[i][t] for i, t in cells], similarity)
-        by_label: dict[int, list[tuple[int, int]]] = {}
-        for cell, label in zip(cells, labels, strict=True):
-            by_label.setdefault(label, []).append(cell)
-        for group in by_label.values():
-            if len(group) == 1:
-                continue
-            mean, std = _mean_std([returns[i][t] for i, t in group])
-            for i, t in group:
-                centred = returns[i][t] - mean
-                step_level[i][t] = centred / (std + eps) if scale_by_std else centred
-    return [[episode_level[i] + step_weight * a for a in step_level[i]] for i in range(len(step_rewards))]
-
-
-def zero_variance_groups(scores: Sequence[float], group_ids: Sequence[str], *, tol: float = 1e-9) -> set[str]:
-    """The groups whose members all scored the same (within ``tol``): they carry no GRPO signal."""
-    return {
-        gid
-        for gid, members in _groups(group_ids).items()
-        if max(scores[i] for i in members) - min(scores[i] for i in members) <= tol
-    }
+    for group in step_groups(anchors, group_ids, similarity):
+        if len(group) == 1:
+            continue
+        for (i, t), value in zip(group, _normalize([returns[i][t] for i, t in group], scale_by_std, eps), strict=True):
+            step_level[i][t] = value
+    return [
+        [e + step_weight * s for e, s in zip(episode_level[i], step_level[i], strict=True)]
+        for i in range(len(step_rewards))
+    ]
 
 
 def informative_groups(
-    scores: Sequence[float], group_ids: Sequence[str], *, min_size: int = 2, tol: float = 1e-9
+    advantages: Sequence[Sequence[float]], group_ids: Sequence[str], *, min_size: int = 2
 ) -> list[bool]:
-    """A keep flag per episode: False in zero-variance groups (DAPO dynamic sampling) and groups under
-    ``min_size``."""
-    flat = zero_variance_groups(scores, group_ids, tol=tol)
-    sizes = {gid: len(m) for gid, m in _groups(group_ids).items()}
-    return [gid not in flat and sizes[gid] >= min_size for gid in group_ids]
-
-
-def token_weights(
-    loss_mask: Any,
-    action_mask: Any,
-    *,
-    reasoning_weight: float = 1.0,
-    uncertainty: Any = None,
-    uncertainty_beta: float = 0.0,
-    rescale: bool = True,
-) -> Any:
-    """ActFocus-style per-token loss weights (algorithms.md §4.4, reconstructed from the abstract).
-
-    Reasoning tokens (generated, outside the action span) get ``reasoning_weight``; action tokens get
-    ``1 + beta * z+`` where ``z+`` is the positive part of the z-scored ``uncertainty`` (per-token
-    entropy) over the action tokens. With ``rescale`` the weights are scaled so that their sum over
-    generated tokens equals the number of generated tokens, which keeps the loss scale. Works on numpy
-    arrays and torch tensors alike (arithmetic only), so it serves the trainer and the tests.
-    """
-    loss = loss_mask * 1.0
-    action = action_mask * loss
-    reasoning = loss - action
-    action_w = action * 1.0
-    if uncertainty is not None and uncertainty_beta:
-        count = action.sum()
-        if float(count) > 0:
-            mean = (uncertainty * action).sum() / count
-            std = (((uncertainty - mean) ** 2) * action).sum() / count
-            z = (uncertainty - mean) / (std**0.5 + EPS)
-            action_w = action * (1.0 + uncertainty_beta * (z + abs(z)) / 2)
-    weights = reasoning_weight * reasoning + action_w
-    if rescale:
-        total = weights.sum()
-        if float(total) > 0:
-            weights = weights * (loss.sum() / total)
-    return weights
+    """A keep flag per episode: False in groups under ``min_size`` and in groups where every turn's
+    advantage is 0 (DAPO's dynamic sampling: a tied group, with no step-level or penalty signal)."""
+    keep = [False] * len(group_ids)
+    for members in _groups(group_ids).values():
+        signal = any(a != 0.0 for i in members for a in advantages[i])
+        for i in members:
+            keep[i] = signal and len(members) >= min_size
+    return keep
 
 
 # ---------------------------------------------------------------------- over episode records
@@ -217,51 +245,86 @@ def episode_score(record: EpisodeRecord, source: str = "return") -> float:
         return float(record.score)
     if source == "success":
         return float(record.success)
-    raise InvalidArgument(f"score source {source!r} is not one of 'return', 'score', 'success'")
+    raise InvalidArgument(f"score source {source!r} is not one of {SCORE_SOURCES}")
 
 
-def _anchor_keys(record: EpisodeRecord, use_text: bool) -> list[str]:
-    """Each step's anchor; the observation text when similarity matching (hashes cannot be compared)
-    or when the environment gives no anchor."""
-    return [
-        step.observation if use_text or "anchor" not in step.info else str(step.info["anchor"]) for step in record.steps
-    ]
+def step_rewards(record: EpisodeRecord, source: str = "return", scale: float = 1.0) -> list[float]:
+    """The per-turn rewards the estimators credit, scaled by ``scale``: the environment's rewards
+    (``return``), or the episode's ``score``/``success`` on its last turn (verl-agent's ALFWorld reward is
+    ``success`` times 10). Their sum is always ``scale * episode_score(record, source)``."""
+    if source == "return":
+        return [scale * float(s.reward) for s in record.steps]
+    rewards = [0.0] * len(record.steps)
+    if rewards:
+        rewards[-1] = scale * episode_score(record, source)
+    return rewards
 
 
-def turn_advantages(
-    records: Sequence[EpisodeRecord],
-    estimator: str = "grpo",
-    *,
-    score_source: str = "return",
-    gamma: float = 0.95,
-    step_weight: float = 1.0,
-    scale_by_std: bool | None = None,
-    similarity: float | None = None,
-    cross_steps: bool = False,
-) -> list[list[float]]:
-    """One advantage per turn of each record, by ``estimator`` (``grpo``, ``drgrpo``, ``rloo``, ``gigpo``).
+def invalid_turns(record: EpisodeRecord) -> list[bool]:
+    """True for each turn whose action the environment refused (``info["action_valid"]`` False)."""
+    return [s.info.get("action_valid") is False for s in record.steps]
 
-    ``scale_by_std`` defaults to True for GRPO and False for GiGPO (the paper's "w/o std" variant).
-    """
-    scores = [episode_score(r, score_source) for r in records]
-    groups = [r.group_id for r in records]
-    if estimator == "gigpo":
-        return gigpo(
-            [[s.reward for s in r.steps] for r in records],
-            [_anchor_keys(r, similarity is not None) for r in records],
-            groups,
-            gamma=gamma,
-            step_weight=step_weight,
-            scale_by_std=bool(scale_by_std),
-            similarity=similarity,
-            cross_steps=cross_steps,
+
+def action_states(record: EpisodeRecord, use_text: bool = False) -> list[str]:
+    """The state each action was taken in: ``StepRecord.anchor``; the pre-action observation text when
+    similarity matching (hashes cannot be compared) or when the environment gives no anchor."""
+    if record.schema != SCHEMA:
+        raise InvalidArgument(
+            f"episode {record.episode_id} is a {record.schema} record, written before steps kept the anchor of the "
+            "state each action was taken in, so GiGPO cannot group its steps. Re-run the rollout to write "
+            f"{SCHEMA} records"
         )
-    estimators: dict[str, Callable[[], list[float]]] = {
-        "grpo": lambda: group_normalized(scores, groups, scale_by_std=True if scale_by_std is None else scale_by_std),
-        "drgrpo": lambda: group_normalized(scores, groups, scale_by_std=False),
-        "rloo": lambda: leave_one_out(scores, groups),
+    return [step.observation if use_text or step.anchor is None else step.anchor for step in record.steps]
+
+
+@dataclass(frozen=True)
+class AdvantageSettings:
+    """Everything the estimators read besides the records (``algorithm`` in the trainer's config)."""
+
+    estimator: str = "grpo"
+    score_source: str = "return"
+    score_scale: float = 1.0
+    invalid_action_penalty: float = 0.0
+    gamma: float = 0.95
+    step_weight: float = 1.0
+    scale_by_std: bool | None = None
+    """Default: True for GRPO, False for GiGPO (the paper's "w/o std" variant)."""
+    similarity: float | None = None
+    cross_steps: bool = False
+
+
+def turn_advantages(records: Sequence[EpisodeRecord], estimator: str = "grpo", **settings: object) -> list[list[float]]:
+    """One advantage per turn of each record, by ``estimator`` (``grpo``, ``drgrpo``, ``rloo``, ``gigpo``);
+    ``settings`` are the fields of :class:`AdvantageSettings`."""
+    return advantages_for(records, AdvantageSettings(estimator=estimator, **settings))  # type: ignore[arg-type]
+
+
+def advantages_for(records: Sequence[EpisodeRecord], settings: AdvantageSettings) -> list[list[float]]:
+    """One advantage per turn of each record under ``settings``."""
+    if settings.score_source not in SCORE_SOURCES:
+        raise InvalidArgument(f"score source {settings.score_source!r} is not one of {SCORE_SOURCES}")
+    rewards = [step_rewards(r, settings.score_source, settings.score_scale) for r in records]
+    penalties = [[settings.invalid_action_penalty * bad for bad in invalid_turns(r)] for r in records]
+    groups = [r.group_id for r in records]
+    if settings.estimator == "gigpo":
+        return gigpo(
+            rewards,
+            [action_states(r, settings.similarity is not None) for r in records],
+            groups,
+            gamma=settings.gamma,
+            step_weight=settings.step_weight,
+            scale_by_std=bool(settings.scale_by_std),
+            similarity=settings.similarity,
+            cross_steps=settings.cross_steps,
+            penalties=penalties,
+        )
+    scores = [float(sum(r)) for r in rewards]
+    scale = True if settings.scale_by_std is None else settings.scale_by_std
+    outcome: dict[str, Callable[[], list[list[float]]]] = {
+        "grpo": lambda: _episode_level(scores, penalties, groups, OutcomeSettings(scale, settings.cross_steps)),
+        "drgrpo": lambda: _episode_level(scores, penalties, groups, OutcomeSettings(False, settings.cross_steps)),
+        "rloo": lambda: [[a - p for p in ps] for a, ps in zip(leave_one_out(scores, groups), penalties, strict=True)],
     }
-    if estimator not in estimators:
-        raise InvalidArgument(f"unknown advantage estimator {estimator!r}; choose one of {ESTIMATORS}")
-    per_episode = estimators[estimator]()
-    return [[float(a)] * len(r.steps) for a, r in zip(per_episode, records, strict=True)]
+    if settings.estimator not in outcome:
+        raise InvalidArgument(f"unknown advantage estimator {settings.estimator!r}; choose one of {ESTIMATORS}")
+    return outcome[settings.estimator]()

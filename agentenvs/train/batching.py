@@ -25,21 +25,47 @@ class Row:
 
     prompt_ids: list[int]
     response_ids: list[int]
-    rollout_logprobs: list[float]
+    rollout_logprobs: list[float] | None
+    """The sampler's logprobs of the response, where they describe the distribution the trainer models
+    (see :func:`behaviour_logprobs`); None where the backend gave none or they are of another kind."""
     action_mask: list[int]
     advantage: float
     episode: int
     """Index of the episode in the batch."""
     turn: int
+    off_policy: bool = False
+    """Sampled by an earlier policy than the one being trained (a replayed episode)."""
     old_logprobs: list[float] | None = None
     """The trainer's own logprobs before the update (set when epochs or mini-batches exceed one)."""
     ref_logprobs: list[float] | None = None
+    entropy: list[float] | None = None
+    """The entropy of the trainer's policy before the update at each response token (ActFocus)."""
+    weights: list[float] | None = None
+    """Per-token loss weights, set once per mini-batch (``agentenvs.train.weights``)."""
+
+
+def behaviour_logprobs(record: EpisodeRecord, turn: int, temperature: float) -> list[float] | None:
+    """The sampler's logprobs of ``turn`` if they are of the distribution the trainer models at
+    ``temperature``: ``processed`` logprobs (after temperature) always, ``raw`` ones only at temperature 1."""
+    tokens = record.tokens
+    values = None if tokens is None else tokens.response_logprobs[turn]
+    if values is None:
+        return None
+    if tokens.logprob_kind == "processed" or (tokens.logprob_kind == "raw" and temperature == 1.0):
+        return list(values)
+    return None
 
 
 def rows_from_records(
-    records: Sequence[EpisodeRecord], advantages: Sequence[Sequence[float]], keep: Sequence[bool] | None = None
+    records: Sequence[EpisodeRecord],
+    advantages: Sequence[Sequence[float]],
+    keep: Sequence[bool] | None = None,
+    *,
+    temperature: float = 1.0,
+    off_policy: Sequence[bool] | None = None,
 ) -> list[Row]:
-    """The training rows of the kept records; turns without sampled ids are skipped."""
+    """The training rows of the kept records; turns without sampled ids are skipped. ``off_policy`` flags
+    the records an earlier policy sampled (replay); ``temperature`` is the one the trainer models."""
     rows = []
     for index, (record, per_turn) in enumerate(zip(records, advantages, strict=True)):
         if keep is not None and not keep[index]:
@@ -58,11 +84,12 @@ def rows_from_records(
                 Row(
                     prompt_ids=sample.prompt_ids,
                     response_ids=sample.response_ids,
-                    rollout_logprobs=sample.response_logprobs,
+                    rollout_logprobs=behaviour_logprobs(record, turn, temperature),
                     action_mask=sample.action_mask,
                     advantage=float(per_turn[turn]),
                     episode=index,
                     turn=turn,
+                    off_policy=bool(off_policy and off_policy[index]),
                 )
             )
     return rows
@@ -82,6 +109,9 @@ class Batch:
     action_mask: object
     advantages: object
     rollout_logprobs: object
+    """``[B, R]``: the sampler's logprobs (0 where a row has none; see ``has_rollout_logprobs``)."""
+    has_rollout_logprobs: object
+    """``[B]``: 1.0 for rows whose sampler logprobs are known."""
     response_width: int
 
     @property
@@ -103,6 +133,7 @@ def collate(rows: Sequence[Row], pad_id: int) -> Batch:
     response_mask = torch.zeros((n, width_r), dtype=torch.float32)
     action_mask = torch.zeros((n, width_r), dtype=torch.float32)
     rollout_lp = torch.zeros((n, width_r), dtype=torch.float32)
+    known = torch.tensor([float(r.rollout_logprobs is not None) for r in rows])
     for i, row in enumerate(rows):
         p, r = len(row.prompt_ids), len(row.response_ids)
         input_ids[i, width_p - p : width_p] = torch.tensor(row.prompt_ids, dtype=torch.long)
@@ -110,7 +141,8 @@ def collate(rows: Sequence[Row], pad_id: int) -> Batch:
         attention[i, width_p - p : width_p + r] = 1
         response_mask[i, :r] = 1.0
         action_mask[i, :r] = torch.tensor(row.action_mask[:r], dtype=torch.float32)
-        rollout_lp[i, :r] = torch.tensor(row.rollout_logprobs[:r], dtype=torch.float32)
+        if row.rollout_logprobs is not None:
+            rollout_lp[i, :r] = torch.tensor(row.rollout_logprobs[:r], dtype=torch.float32)
     positions = (attention.cumsum(-1) - 1).clamp(min=0)
     advantages = torch.tensor([r.advantage for r in rows], dtype=torch.float32)[:, None] * response_mask
     return Batch(
@@ -122,6 +154,7 @@ def collate(rows: Sequence[Row], pad_id: int) -> Batch:
         action_mask=action_mask,
         advantages=advantages,
         rollout_logprobs=rollout_lp,
+        has_rollout_logprobs=known,
         response_width=width_r,
     )
 
@@ -136,6 +169,13 @@ def response_logits(model: object, batch: Batch) -> object:
         use_cache=False,
     )
     return out.logits[:, :-1, :]
+
+
+def sampling_logits(logits: object, temperature: float) -> object:
+    """The logits of the distribution the sampler drew from at ``temperature`` (float32), so the trainer's
+    log-probabilities, ratios and entropy are those of the policy that acted (verl divides the same way)."""
+    logits = logits.float()
+    return logits if temperature == 1.0 else logits / temperature
 
 
 def token_logprobs(logits: object, targets: object) -> object:

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.errors import InvalidArgument
-from agentenvs.train.advantages import ESTIMATORS
+from agentenvs.train.advantages import ESTIMATORS, SCORE_SOURCES
 from agentenvs.train.losses import AGG_MODES, LossConfig
+from agentenvs.train.weights import CORRECTION_MODES
 
 
 @dataclass
@@ -53,7 +54,9 @@ class EnvConfig:
     """Task ids to train on (default: the whole split, cycled)."""
     servers: list[str] | None = None
     """Environment server URLs (``agentenvs serve``); None runs the environments in-process."""
-    eval_split: str | None = "test"
+    eval_split: str | list[str] | None = "test"
+    """The held-out split, or several evaluated side by side (ALFWorld's ``[valid_seen, valid_unseen]``,
+    logged as ``eval/<split>/...``)."""
     eval_groups: int = 0
     """Episodes per evaluation (one per task, fixed seeds); 0 turns evaluation off."""
     eval_temperature: float = 1.0
@@ -89,6 +92,13 @@ class AlgorithmConfig:
 
     estimator: str = "grpo"
     score_source: str = "return"
+    """What an episode is worth: ``return`` (the sum of the environment's rewards, turn by turn), ``score``
+    or ``success`` (on the last turn). GiGPO's step returns use the same rewards."""
+    score_scale: float = 1.0
+    """Multiplies the rewards (verl-agent's ALFWorld reward is 10 * won: ``score_source: success``, 10)."""
+    invalid_action_penalty: float = 0.0
+    """Subtracted from the score of each turn whose action the environment refused (verl-agent's
+    ``invalid_action_penalty_coef``, 0.1 in its ALFWorld and WebShop scripts)."""
     gamma: float = 0.95
     step_weight: float = 1.0
     scale_by_std: bool | None = None
@@ -142,6 +152,10 @@ class VLLMConfig:
     sync_dir: str | None = None
     """A folder both the trainer and the server can read (default: ``<out>/sync``)."""
     timeout_s: float = 600.0
+    logprob_kind: str = "raw"
+    """What the server's logprobs are of: ``raw`` (vLLM's default) or ``processed`` (started with
+    ``--logprobs-mode processed_logprobs``). At a ``rollout.temperature`` other than 1 only ``processed``
+    ones can be compared with the trainer's (``check/sampler_logprob_gap``, importance correction)."""
 
 
 @dataclass
@@ -179,6 +193,19 @@ class TrainConfig:
         """Check values that would fail late (mid-run) and say which setting to change."""
         if self.algorithm.estimator not in ESTIMATORS:
             raise InvalidArgument(f"algorithm.estimator must be one of {ESTIMATORS}, got {self.algorithm.estimator!r}")
+        if self.algorithm.score_source not in SCORE_SOURCES:
+            raise InvalidArgument(
+                f"algorithm.score_source must be one of {SCORE_SOURCES}, got {self.algorithm.score_source!r}"
+            )
+        if self.algorithm.cross_steps and self.algorithm.estimator == "rloo":
+            raise InvalidArgument("algorithm.cross_steps has no leave-one-out form; use it with grpo, drgrpo or gigpo")
+        if self.loss.importance_correction not in CORRECTION_MODES:
+            raise InvalidArgument(
+                f"loss.importance_correction must be one of {CORRECTION_MODES}, got {self.loss.importance_correction!r}"
+            )
+        if self.loss.importance_cap < 1.0:
+            raise InvalidArgument(f"loss.importance_cap must be at least 1, got {self.loss.importance_cap}")
+        self._validate_sampling()
         if self.loss.agg not in AGG_MODES:
             raise InvalidArgument(f"loss.agg must be one of {AGG_MODES}, got {self.loss.agg!r}")
         if self.vllm.sync not in ("lora", "full"):
@@ -199,6 +226,26 @@ class TrainConfig:
         if self.algorithm.filter_zero_variance and self.rollout.group_size < 2:
             raise InvalidArgument("group-relative advantages need rollout.group_size >= 2")
         return self
+
+    def _validate_sampling(self) -> None:
+        """The trainer must model the distribution the sampler drew from."""
+        if self.rollout.temperature <= 0:
+            raise InvalidArgument(
+                f"rollout.temperature must be above 0 to train (got {self.rollout.temperature}): greedy decoding "
+                "has no log-probabilities to train on; use env.eval_temperature: 0 for greedy evaluation"
+            )
+        if self.rollout.top_p < 1.0:
+            raise InvalidArgument(
+                f"rollout.top_p {self.rollout.top_p} samples from a truncated distribution whose log-probabilities the "
+                "trainer does not compute, so it would train a different policy than the one that acted; set "
+                "rollout.top_p: 1.0"
+            )
+
+    @property
+    def eval_splits(self) -> list[str]:
+        """The held-out splits evaluation runs on."""
+        split = self.env.eval_split
+        return [split] if isinstance(split, str) else list(split or [])
 
 
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:

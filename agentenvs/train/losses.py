@@ -106,6 +106,12 @@ class LossConfig:
     norm_constant: float | None = None
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
+    importance_correction: str = "off_policy"
+    """Which rows get a truncated importance weight ``min(pi_old / pi_behaviour, importance_cap)`` against
+    the sampler's recorded logprobs (verl's ``rollout_is``, TIS): ``off_policy`` (rows an earlier policy
+    sampled: replayed episodes), ``all`` or ``none``."""
+    importance_cap: float = 2.0
+    """The truncation level of the importance weight (verl's ``rollout_is_threshold``)."""
 
 
 @dataclass
@@ -135,7 +141,7 @@ def policy_loss(
 ) -> LossParts:
     """``L = agg(w * l_clip) + kl_coef * agg(k3) - entropy_coef * agg(H)`` over the generated tokens.
 
-    ``weights`` are per-token loss weights (ActFocus, :func:`agentenvs.train.advantages.token_weights`).
+    ``weights`` are per-token loss weights (ActFocus, truncated importance weights: ``agentenvs.train.weights``).
     The statistics are means over this batch's masked tokens.
     """
     counts = {"num_tokens": num_tokens, "num_seqs": num_seqs, "norm_constant": config.norm_constant}

@@ -56,6 +56,7 @@ class TrainRollouts:
                 history=history,
                 seed=self.config.run.seed,
                 timeout_s=self.config.vllm.timeout_s,
+                logprob_kind=self.config.vllm.logprob_kind,
             )
         from agentenvs.rollout.hf_policy import TransformersPolicy
 
@@ -79,20 +80,18 @@ class TrainRollouts:
         policy: Policy | None = None,
     ) -> list[EpisodeRecord]:
         """The episodes of ``step``: tasks shuffled by (run seed, step), each played ``group_size`` times."""
-        from agentenvs.rollout.driver import RolloutConfig, plan_episodes, run_rollouts, task_ids
+        from agentenvs.rollout.driver import RolloutConfig, plan_episodes, run_rollouts
 
         env = self.config.env
         settings = self.config.rollout
         split = split or env.split
-        if split not in self._tasks:
-            self._tasks[split] = env.tasks or task_ids(env.name, split, self.local_env())
         episodes = plan_episodes(
             env.name,
             split,
             groups or settings.groups_per_step,
             group_size or settings.group_size,
             seed=derive_seed("train", self.config.run.seed, split, step) % (2**31),
-            tasks=self._tasks[split],
+            tasks=self._split_tasks(split),
             shuffle=True,
         )
         self.model.eval()
@@ -110,18 +109,45 @@ class TrainRollouts:
             ),
         )
 
-    def evaluation_records(self, *, groups: int | None = None, temperature: float | None = None) -> list[EpisodeRecord]:
-        """One episode per held-out task with fixed seeds (the same in every call, so before/after pair up)."""
+    def evaluation_records(
+        self, split: str, *, groups: int | None = None, temperature: float | None = None
+    ) -> list[EpisodeRecord]:
+        """One episode per held-out task of ``split`` with fixed seeds (the same in every call, so
+        before/after pair up); at most one per task, so ``eval_groups`` above the split's size plays it all."""
         env = self.config.env
-        if not env.eval_split:
-            raise InvalidArgument("env.eval_split is not set; name the held-out split to evaluate on")
         temperature = env.eval_temperature if temperature is None else temperature
         if self._eval_policy is None or self._eval_policy.sampling_settings.temperature != temperature:
             if self._eval_policy is not None:
                 self._eval_policy.close()
             self._eval_policy = self.make_policy(temperature)
         groups = groups or env.eval_groups or 32
-        return self.rollout(0, split=env.eval_split, groups=groups, group_size=1, policy=self._eval_policy)
+        tasks = self._split_tasks(split)
+        if tasks:
+            groups = min(groups, len(tasks))
+        return self.rollout(0, split=split, groups=groups, group_size=1, policy=self._eval_policy)
+
+    def check_splits(self) -> None:
+        """Fail before any rollout when the training or an evaluation split does not exist."""
+        env = self.local_env()
+        if env is None or not hasattr(env, "splits"):
+            return
+        known = env.splits()
+        wanted = [self.config.env.split, *(self.config.eval_splits if self.config.env.eval_groups else [])]
+        missing = [split for split in wanted if split not in known]
+        if missing:
+            raise InvalidArgument(
+                f"{self.config.env.name} has no split(s) {missing}; its splits are {sorted(known)}. Set env.split "
+                "and env.eval_split to some of them"
+            )
+
+    def _split_tasks(self, split: str) -> list[str] | None:
+        from agentenvs.rollout.driver import task_ids
+
+        env = self.config.env
+        if split not in self._tasks:
+            chosen = env.tasks if split == env.split else None
+            self._tasks[split] = chosen or task_ids(env.name, split, self.local_env())
+        return self._tasks[split]
 
     def local_env(self) -> Any:
         """An in-process instance of the environment (for its task list and description), made once."""

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentenvs.errors import InvalidArgument
 from agentenvs.rollout.records import EpisodeRecord
 from agentenvs.train import advantages as adv
 from agentenvs.train.batching import rows_from_records
@@ -80,6 +81,7 @@ class Trainer:
             self.sync = VLLMSync(config.vllm, self.out)
         served = self.sync.served_model if self.sync is not None else config.vllm.model
         self.rollouts = TrainRollouts(config, self.model, self.tokenizer, served)
+        self.rollouts.check_splits()
         self.replay = None
         if config.rollout.replay_episodes:
             from agentenvs.train.replay import ReplaySource
@@ -100,26 +102,29 @@ class Trainer:
     # ------------------------------------------------------------------ one step
 
     def advantages(self, records: Sequence[EpisodeRecord]) -> tuple[list[list[float]], list[bool]]:
-        """Per-turn advantages of the usable records, and which records train."""
+        """Per-turn advantages of the trainable records, and which records train.
+
+        Records that infrastructure broke, and records whose reward is still pending (a forecast waiting
+        for its question to resolve: its reward 0 is a placeholder, trained on once replayed), are left out.
+        """
         algo = self.config.algorithm
-        usable = [r.usable_for_training for r in records]
+        usable = [r.usable_for_training and not r.reward_pending for r in records]
         kept = [r for r, ok in zip(records, usable, strict=True) if ok]
-        values = adv.turn_advantages(
-            kept,
-            algo.estimator,
+        settings = adv.AdvantageSettings(
+            estimator=algo.estimator,
             score_source=algo.score_source,
+            score_scale=algo.score_scale,
+            invalid_action_penalty=algo.invalid_action_penalty,
             gamma=algo.gamma,
             step_weight=algo.step_weight,
             scale_by_std=algo.scale_by_std,
             similarity=algo.similarity,
             cross_steps=algo.cross_steps,
         )
+        values = adv.advantages_for(kept, settings)
         keep = [True] * len(kept)
         if algo.filter_zero_variance:
-            scores = [adv.episode_score(r, algo.score_source) for r in kept]
-            keep = adv.informative_groups(scores, [r.group_id for r in kept])
-            if algo.estimator == "gigpo":  # step groups may carry signal when episodes tie
-                keep = [k or any(abs(a) > 1e-9 for a in v) for k, v in zip(keep, values, strict=True)]
+            keep = adv.informative_groups(values, [r.group_id for r in kept])
         iterator = iter(zip(values, keep, strict=True))
         full_values, full_keep = [], []
         for ok in usable:
@@ -133,6 +138,7 @@ class Trainer:
         started = time.perf_counter()
         step = self.step + 1
         records = self.rollouts.rollout(step)
+        live = len(records)
         replayed: dict[str, Any] = {}
         if self.replay is not None:  # delayed rewards backfilled since: trained next to the live rollouts
             self.replay.keep_pending(records)
@@ -140,7 +146,10 @@ class Trainer:
             records = [*records, *old]
         rollout_s = time.perf_counter() - started
         values, keep = self.advantages(records)
-        rows = rows_from_records(records, values, keep)
+        off_policy = [index >= live for index in range(len(records))]
+        rows = rows_from_records(
+            records, values, keep, temperature=self.config.rollout.temperature, off_policy=off_policy
+        )
         tick = time.perf_counter()
         stats = self.updater.run(rows, step) if rows else {}
         update_s = time.perf_counter() - tick
@@ -161,6 +170,7 @@ class Trainer:
             "batch/episodes": len(records),
             "batch/rows": len(rows),
             "batch/zero_variance_group_fraction": 1 - len(kept_groups) / max(len(groups), 1),
+            "batch/pending_episodes": sum(r.reward_pending for r in records),
             "batch/generated_tokens": generated,
             "batch/trained_tokens": trained,
             **stats,
@@ -175,7 +185,7 @@ class Trainer:
         every = self.config.run.eval_every
         if every and step % every == 0 and self.config.env.eval_groups:
             tick = time.perf_counter()
-            metrics.update({f"eval/{k.split('/', 1)[1]}": v for k, v in self.evaluate().items()})
+            metrics.update(self.evaluate())
             metrics["time/eval_s"] = time.perf_counter() - tick
         metrics.update(self._cuda_memory())  # after evaluation, so the step's peak counts it too
         self.log.write(metrics)
@@ -205,12 +215,26 @@ class Trainer:
     # ------------------------------------------------------------------ evaluation
 
     def evaluate(self, *, groups: int | None = None, temperature: float | None = None) -> dict[str, float]:
-        """Mean return, success and score on ``env.eval_split`` (see :meth:`evaluation_records`)."""
-        return episode_metrics(self.evaluation_records(groups=groups, temperature=temperature), "eval")
+        """Mean return, success and score on each of ``env.eval_split`` (``eval/...``; with several splits
+        ``eval/<split>/...``), see :meth:`evaluation_records`."""
+        splits = self.config.eval_splits
+        if not splits:
+            raise InvalidArgument("env.eval_split is not set; name the held-out split(s) to evaluate on")
+        metrics: dict[str, float] = {}
+        for split in splits:
+            records = self.evaluation_records(split, groups=groups, temperature=temperature)
+            metrics.update(episode_metrics(records, "eval" if len(splits) == 1 else f"eval/{split}"))
+        return metrics
 
-    def evaluation_records(self, *, groups: int | None = None, temperature: float | None = None) -> list[EpisodeRecord]:
-        """One episode per held-out task with fixed seeds (the same in every call, so before/after pair up)."""
-        return self.rollouts.evaluation_records(groups=groups, temperature=temperature)
+    def evaluation_records(
+        self, split: str | None = None, *, groups: int | None = None, temperature: float | None = None
+    ) -> list[EpisodeRecord]:
+        """One episode per held-out task of ``split`` (default: the first evaluation split) with fixed seeds
+        (the same in every call, so before/after pair up)."""
+        split = split or (self.config.eval_splits or [None])[0]
+        if split is None:
+            raise InvalidArgument("env.eval_split is not set; name the held-out split(s) to evaluate on")
+        return self.rollouts.evaluation_records(split, groups=groups, temperature=temperature)
 
     # ------------------------------------------------------------------ the run
 

@@ -30,7 +30,7 @@ def cloning_rows(records: list[EpisodeRecord], tokenizer: Any, description: dict
         for turn, step in enumerate(record.steps):
             prompt = chat.prompt_ids(conversation.messages(step.observation))
             response = chat.encode(step.response) + chat.stop_token_ids[:1]
-            rows.append(Row(prompt, response, [0.0] * len(response), [1] * len(response), 1.0, index, turn))
+            rows.append(Row(prompt, response, None, [1] * len(response), 1.0, index, turn))
             conversation.add(step.observation, step.response)
     if not rows:
         raise InvalidArgument("the scripted policy produced no turns to clone")

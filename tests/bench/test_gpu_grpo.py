@@ -15,10 +15,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "gpu_grpo.py"
 VENV_PYTHON = os.environ.get("AGENTENVS_VLLM_PYTHON", ".venv-vllm/bin/python")
+SHARED_DATA = Path(os.environ.get("AGENTENVS_SHARED_DATA") or ROOT.parent / "shared" / "data")
+ALFWORLD_DATA = Path(os.environ.get("AGENTENVS_ALFWORLD_OFFICIAL") or SHARED_DATA / "alfworld")
 
 
-def run_script(*args: str, path: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": path} if path is not None else None
+def run_script(
+    *args: str, path: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env or {}), **({"PATH": path} if path is not None else {})}
     command = [sys.executable, str(SCRIPT), *args]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -27,6 +31,13 @@ def test_without_a_gpu_it_says_how_to_rehearse_on_the_cpu():
     done = run_script(path=str(Path(sys.executable).parent))  # no nvidia-smi on this PATH
     assert done.returncode == 2
     assert "--device cpu" in done.stdout
+
+
+def test_missing_official_games_fail_before_vllm_starts(tmp_path):
+    common = ["--device", "cpu", "--model", "smollm2", "--vllm-python", str(tmp_path / "no-python")]
+    done = run_script(*common, env={"ALFWORLD_DATA": str(tmp_path / "nowhere")})
+    assert done.returncode == 2
+    assert "alfworld-download" in done.stdout
 
 
 def test_bad_settings_fail_before_vllm_starts(tmp_path):
@@ -50,7 +61,8 @@ def test_cpu_rehearsal_trains_on_alfworld_and_hot_loads_the_adapter(tmp_path):
     args += ["--max-model-len", "3072", "--out", str(out), "--results-dir", str(results)]
     args += ["--set", "run.torch_threads=2", "--set", "run.progress=false"]
     args += ["--set", "algorithm.filter_zero_variance=false"]  # SmolLM2 rarely solves a game: keep the rows
-    done = run_script(*args, timeout=1500)
+    args += ["--set", "env.split=valid_seen"]  # the shipped official games hold the validation splits only
+    done = run_script(*args, timeout=1500, env={"ALFWORLD_DATA": str(ALFWORLD_DATA)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((results / "gpu_grpo_cpu.json").read_text())
     assert result["device"] == "cpu" and result["steps"] == 1

@@ -10,6 +10,7 @@ import pytest
 from model_checks import check_model_record
 
 from agentenvs import describe
+from agentenvs.errors import InvalidArgument
 from agentenvs.rollout.driver import RolloutConfig, run_rollouts
 from agentenvs.rollout.factory import make_policy
 from agentenvs.rollout.hf_policy import TransformersPolicy
@@ -98,3 +99,16 @@ def test_unreachable_model_server_is_infra():
         policy.sample([1, 2, 3], 1, seed=0)
     [record] = run_rollouts("bandit", policy, n=1, config=SHORT)
     assert record.failure_cause == "infra" and record.num_turns == 0 and not record.usable_for_training
+
+
+def test_a_server_that_leaves_out_a_logprob_gives_none_not_zero():
+    policy = OpenAIPolicy("http://127.0.0.1:9/v1", "served", mode="chat", logprob_kind="processed")
+    assert policy.logprob_kind == "processed"
+    gap = {"text": "ab", "token_ids": [1, 2], "logprobs": {"token_logprobs": [-0.1, None]}}
+    assert policy._completion_choice(gap, [5]).logprobs is None
+    whole = {"text": "ab", "token_ids": [1, 2], "logprobs": {"token_logprobs": [-0.1, 0.0]}}
+    assert policy._completion_choice(whole, [5]).logprobs == [-0.1, 0.0]
+    chat = {"message": {"content": "ab"}, "token_ids": [1, 2], "logprobs": {"content": [{"logprob": -1.0}, {}]}}
+    assert policy._chat_choice(chat, [5]).logprobs is None
+    with pytest.raises(InvalidArgument, match="logprobs-mode"):
+        OpenAIPolicy("http://127.0.0.1:9/v1", "served", mode="chat", logprob_kind="tempered")

@@ -175,3 +175,23 @@ def test_any_token_record_and_text_round_trip(turns, text):
     again = EpisodeRecord.from_json(record.to_json())
     assert again == record and again.tokens.check() == []
     assert len(again.tokens.sequence().ids) == sum(len(p) + len(r) for p, r in turns)
+
+
+def test_a_turn_without_logprobs_keeps_none_never_zeros():
+    tokens = TokenRecord(tokenizer="tok")
+    tokens.add_turn([1, 2], [10, 11], None, [0, 1])
+    tokens.add_turn([3], [12], [-0.5], [1])
+    assert tokens.check() == []
+    assert tokens.turn_sample(0).response_logprobs is None and tokens.turn_sample(1).response_logprobs == [-0.5]
+    assert tokens.sequence().logprobs is None  # a consumer must not read a gap as log 1
+    again = EpisodeRecord.from_json(make_record(tokens=tokens).to_json()).tokens
+    assert again.response_logprobs == [None, [-0.5]]
+
+
+def test_schema_1_records_still_load_and_keep_their_schema():
+    data = {**json.loads(make_record().to_json()), "schema": "agentenvs.episode/1"}
+    for step in data["steps"]:
+        del step["anchor"]
+    record = EpisodeRecord.from_json(data)
+    assert record.schema == "agentenvs.episode/1" and record.steps[0].anchor is None
+    assert EpisodeRecord.from_json(make_record().to_json()).schema == SCHEMA == "agentenvs.episode/2"

@@ -234,3 +234,80 @@ def test_windowed_history_records_each_turns_whole_prompt(tokenizer):
     rendered = tokenizer.apply_chat_template(window, tokenize=False, add_generation_prompt=True)
     assert tokenizer.decode(tokens.turn_sample(2).prompt_ids) == rendered
     assert OBSERVATIONS[0] not in tokenizer.decode(tokens.turn_sample(2).prompt_ids)
+
+
+SPAN_CORPUS = [
+    *RESPONSES,
+    "",
+    " leading and  double  spaces , before punctuation . and 'quotes' n't",
+    "Ünïcödé: café, naïve, 中文字符, 日本語, 한국어, emoji 😀🎉👍🏽 and a flag 🇫🇷 <action>go north</action>",
+    "code: def f(x):\n\treturn {'a': [1, 2]}  # ok\r\n<action>take key from drawer 1</action>",
+    "\n\n\n<action>pull[0]</action>\n\n",
+    "a" * 300 + " <action>" + "b" * 100 + "</action>",
+]
+
+
+def exact_spans(chat: ChatTokens, response_ids: list[int]) -> list[tuple[int, int]]:
+    """The spans as measured before they were made incremental: the text of every prefix decoded."""
+    body = chat.strip_stop(response_ids)
+    spans, previous = [], 0
+    for i in range(len(body)):
+        length = max(previous, len(chat.tokenizer.decode(body[: i + 1], skip_special_tokens=False)))
+        spans.append((previous, length))
+        previous = length
+    return spans + [(previous, previous)] * (len(response_ids) - len(body))
+
+
+def metaspace_tokenizer():
+    """A SentencePiece-style tokenizer (Llama 2, Mistral): metaspace, byte fallback for unseen characters."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+    backend.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    backend.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=["<unk>", "</s>", *byte_tokens])
+    backend.train_from_iterator([*RESPONSES, *OBSERVATIONS, SYSTEM] * 20, trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>", unk_token="<unk>")
+    tokenizer.chat_template = QWEN25_TEMPLATE
+    return tokenizer
+
+
+@pytest.mark.parametrize("kind", ["smollm2", "qwen2.5", "metaspace", "tiny"])
+def test_incremental_spans_equal_the_spans_of_every_decoded_prefix(kind, smollm2_tokenizer):
+    import random
+
+    from agentenvs.train.tiny import build_tokenizer
+
+    tokenizer = {
+        "smollm2": lambda: smollm2_tokenizer,
+        "qwen2.5": lambda: chatml_tokenizer(QWEN25_TEMPLATE),
+        "metaspace": metaspace_tokenizer,
+        "tiny": build_tokenizer,
+    }[kind]()
+    chat = ChatTokens(tokenizer)
+    corpus = [sampled(tokenizer, text) for text in SPAN_CORPUS]
+    rng = random.Random(0)  # sampled ids need not spell a text a tokenizer would produce: split characters too
+    corpus += [[rng.randrange(len(tokenizer)) for _ in range(rng.randrange(1, 80))] for _ in range(40)]
+    for ids in corpus:
+        assert chat.char_spans(ids) == exact_spans(chat, ids), tokenizer.decode(ids)
+        assert chat.char_spans(ids)[-1][1] == len(chat.response_text(ids))
+
+
+def test_spans_fall_back_to_exact_decoding_for_a_decoder_that_is_not_local():
+    class Shouting:
+        """Decodes to upper case only once the whole text is longer than 10 characters."""
+
+        chat_template = "x"
+        eos_token_id = None
+
+        def decode(self, ids, skip_special_tokens=False):
+            text = "".join(chr(97 + i % 26) + ("é" if i % 3 == 0 else "") for i in ids)
+            return text.upper() + "!" * (len(text) > 10) if len(ids) > 4 else text
+
+    chat = ChatTokens(Shouting())
+    ids = list(range(12))
+    assert chat.char_spans(ids) == exact_spans(chat, ids)

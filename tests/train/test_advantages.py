@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
-import torch
 
 from agentenvs.errors import InvalidArgument
 from agentenvs.rollout.records import EpisodeRecord, StepRecord
 from agentenvs.train import advantages as adv
 
 
-def episode(group: str, rewards: list[float], anchors: list[str] | None = None, observations=None) -> EpisodeRecord:
+def episode(
+    group: str, rewards: list[float], anchors: list[str] | None = None, observations=None, invalid=(), **outcome
+) -> EpisodeRecord:
+    """A record as the driver writes it: ``anchors[t]`` is the state action ``t`` was taken in."""
     steps = [
         StepRecord(
-            turn=t,
+            turn=t + 1,
             observation=(observations or [f"obs{t}"] * len(rewards))[t],
             response="r",
             action="a",
@@ -24,7 +25,8 @@ def episode(group: str, rewards: list[float], anchors: list[str] | None = None, 
             reward=r,
             terminated=t == len(rewards) - 1,
             truncated=False,
-            info={} if anchors is None else {"anchor": anchors[t]},
+            info={"action_valid": t not in invalid, "anchor": f"after-{t}"},
+            anchor=None if anchors is None else anchors[t],
         )
         for t, r in enumerate(rewards)
     ]
@@ -43,6 +45,7 @@ def episode(group: str, rewards: list[float], anchors: list[str] | None = None, 
         steps=steps,
         return_=float(sum(rewards)),
         num_turns=len(rewards),
+        **outcome,
     )
 
 
@@ -105,29 +108,28 @@ def test_gigpo_anchors_do_not_cross_episode_groups():
     assert out == [[pytest.approx(1.0)], [pytest.approx(0.0)]]
 
 
-def test_zero_variance_filtering():
-    scores = [1, 1, 0, 1, 2]
-    groups = ["a", "a", "b", "b", "c"]
-    assert adv.zero_variance_groups(scores, groups) == {"a", "c"}
-    assert adv.informative_groups(scores, groups) == [False, False, True, True, False]
+def test_a_tied_group_gets_exactly_zero_from_every_estimator():
+    scores = [0.1, 0.1, 0.1, 1.0, 0.0]  # float sums: (0.1 + 0.1 + 0.1) / 3 is not exactly 0.1
+    groups = ["tied", "tied", "tied", "h", "h"]
+    for values in (
+        adv.group_normalized(scores, groups),
+        adv.group_normalized(scores, groups, scale_by_std=False),
+        adv.leave_one_out(scores, groups),
+    ):
+        assert values[:3] == [0.0, 0.0, 0.0] and values[3] > 0 > values[4]
 
 
-def test_token_weights_downweight_reasoning_and_keep_scale():
-    loss = np.array([0, 1, 1, 1, 1])
-    action = np.array([0, 0, 0, 1, 1])
-    w = adv.token_weights(loss, action, reasoning_weight=0.5, rescale=False)
-    assert w.tolist() == [0, 0.5, 0.5, 1, 1]
-    # rescaled: sum must be 4 (generated tokens); raw sum 3 -> factor 4/3
-    w = adv.token_weights(loss, action, reasoning_weight=0.5)
-    assert w.tolist() == pytest.approx([0, 2 / 3, 2 / 3, 4 / 3, 4 / 3])
-
-
-def test_token_weights_uncertainty_on_action_tokens_with_torch():
-    loss = torch.tensor([1.0, 1.0, 1.0])
-    action = torch.tensor([0.0, 1.0, 1.0])
-    entropy = torch.tensor([9.0, 1.0, 3.0])  # action tokens: mean 2, std 1 -> z = -1, +1
-    w = adv.token_weights(loss, action, reasoning_weight=0.0, uncertainty=entropy, uncertainty_beta=0.5, rescale=False)
-    assert w.tolist() == pytest.approx([0.0, 1.0, 1.5], abs=1e-5)
+def test_the_filter_keeps_a_tied_group_only_where_the_step_level_carries_signal():
+    # both groups tie on the return (1); in "dense" the step returns differ in the shared start state
+    dense = [episode("dense", [1, 0], ["S0", "S1"]), episode("dense", [0, 1], ["S0", "S2"])]
+    flat = [episode("flat", [1], ["S0"]), episode("flat", [1], ["S0"])]
+    solo = [episode("solo", [1], ["S0"])]
+    records = dense + flat + solo
+    values = adv.turn_advantages(records, "gigpo", gamma=0.5)
+    assert values[2] == [0.0] and values[3] == [0.0]
+    assert adv.informative_groups(values, [r.group_id for r in records]) == [True, True, False, False, False]
+    grpo = adv.turn_advantages(records, "grpo")
+    assert adv.informative_groups(grpo, [r.group_id for r in records]) == [False] * 5
 
 
 def test_turn_advantages_over_records():
@@ -150,3 +152,48 @@ def test_turn_advantages_gigpo_similarity_reads_observations():
     ]
     out = adv.turn_advantages(records, "gigpo", gamma=1.0, similarity=0.9)
     assert out == [[pytest.approx(1.0)], [pytest.approx(-1.0)]]
+
+
+def test_gigpo_groups_steps_by_the_state_the_action_was_taken_in_not_the_one_it_reached():
+    # both start in S0 and act differently; the info anchors (states reached) differ, so grouping by them
+    # would put the two first actions in different groups and compare nothing
+    records = [episode("g", [1.0], ["S0"]), episode("g", [0.0], ["S0"])]
+    assert adv.step_groups([["S0"], ["S0"]], ["g", "g"]) == [[(0, 0), (1, 0)]]
+    values = adv.turn_advantages(records, "gigpo", gamma=1.0)
+    assert values == [[pytest.approx(0.5 + 0.5)], [pytest.approx(-0.5 - 0.5)]]
+
+
+def test_gigpo_refuses_records_written_before_steps_kept_their_anchor():
+    old = episode("g", [1.0], ["S0"])
+    old.schema = "agentenvs.episode/1"
+    with pytest.raises(InvalidArgument, match="Re-run the rollout"):
+        adv.turn_advantages([old, episode("g", [0.0], ["S0"])], "gigpo")
+    assert adv.turn_advantages([old, episode("g", [0.0], ["S0"])], "grpo")  # outcome estimators need no anchor
+
+
+def test_every_estimator_reads_the_score_source_gigpo_included():
+    # returns tie (0.5 each) but success differs: with score_source success, the success is the reward
+    won = episode("g", [0.25, 0.25], ["S0", "S1"], success=True, score=1.0)
+    lost = episode("g", [0.0, 0.5], ["S0", "S2"], success=False, score=0.0)
+    for estimator in ("grpo", "drgrpo", "rloo"):
+        on_return = adv.turn_advantages([won, lost], estimator, gamma=1.0)
+        on_success = adv.turn_advantages([won, lost], estimator, score_source="success", gamma=1.0)
+        assert all(a == 0.0 for a in on_return[0] + on_return[1]), estimator
+        assert on_success[0][0] > 0 > on_success[1][0], estimator
+    # GiGPO's step level credits the same rewards: success on the last turn, scaled (10 * won as verl-agent)
+    gigpo = adv.turn_advantages([won, lost], "gigpo", score_source="success", score_scale=10.0, gamma=0.5)
+    # episode level: 10 vs 0 -> +-5; S0 step returns 10 * 0.5 = 5 vs 0 -> +-2.5
+    assert gigpo == [pytest.approx([7.5, 5.0]), pytest.approx([-7.5, -5.0])]
+
+
+def test_invalid_action_penalty_is_verl_agents_per_turn_score_adjustment():
+    # one group, both episodes return 1; ep1's first action was refused
+    records = [episode("g", [0, 1], ["S0", "S1"]), episode("g", [0, 1], ["S0", "S2"], invalid=(0,))]
+    per_episode = adv.turn_advantages(records, "drgrpo", invalid_action_penalty=0.1)
+    assert per_episode == [pytest.approx([0.0, 0.0]), pytest.approx([-0.1, 0.0])]
+    # cross-step statistics over the turns' scores 1, 1, 0.9, 1 (mean 0.975), as verl-agent
+    rows = adv.turn_advantages(records, "drgrpo", invalid_action_penalty=0.1, cross_steps=True)
+    assert rows == [pytest.approx([0.025, 0.025]), pytest.approx([-0.075, 0.025])]
+    # GiGPO: the penalty also comes off the turn's step return (S0: 1 vs 0.9 -> +-0.05)
+    gigpo = adv.turn_advantages(records, "gigpo", invalid_action_penalty=0.1, gamma=1.0)
+    assert gigpo == [pytest.approx([0.05, 0.0]), pytest.approx([-0.15, 0.0])]

@@ -11,6 +11,7 @@ the 90 binary questions of dev and test. Measured on 2 loaded cores (~7 s): Brie
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -103,38 +104,92 @@ def test_replay_hands_out_resolved_episodes_once_and_drops_voided(tmp_path: Path
     assert [r.episode_id for r in replay.take()[0]] == [records[4].episode_id, records[5].episode_id]
 
 
-def test_agentenvs_train_trains_on_replayed_episodes_and_logs_the_lag(tmp_path: Path) -> None:
-    """The reference trainer with a replay source: backfilled episodes join the step's batch.
-
-    A from-scratch tiny model does not write valid forecasts, so the replayed episodes here are its own
-    rollouts (real token ids and logprobs) marked pending and given a resolved prediction in the store.
-    """
-    import dataclasses
-
-    from agentenvs.rollout.store import EpisodeStore
+def replay_config(tmp_path: Path, **loss):
     from agentenvs.train.config import config_from_dict
-    from agentenvs.train.trainer import Trainer
 
     store, episodes = tmp_path / "p.sqlite", tmp_path / "replay" / "episodes.jsonl"
-    config = config_from_dict(
+    return store, episodes, config_from_dict(
         {
             "model": {"path": "tiny", "tiny": {"hidden_size": 32, "layers": 1, "heads": 2, "intermediate_size": 64}},
             "env": {"name": "forecast", "max_turns": 1, "kwargs": {"store": str(store)}},
             "rollout": {"groups_per_step": 1, "group_size": 2, "max_tokens": 8, "concurrency": 2,
                         "replay_episodes": str(episodes.parent), "replay_predictions": str(store)},
             "algorithm": {"filter_zero_variance": False},
+            "loss": loss,
             "run": {"steps": 1, "out": str(tmp_path / "run"), "progress": False, "torch_threads": 1},
         }
     )  # fmt: skip
-    with Trainer(config) as trainer:
-        live = trainer.rollouts.rollout(0)
-        with PredictionStore(store) as predictions, EpisodeStore(episodes) as file:
-            for index, record in enumerate(live):
-                rid = f"replayed-{index}"
-                predictions.add(rid, record.task_id, "binary", 0.9, now=0.0)
+
+
+def pending(records, store: Path, episodes: Path, resolve: tuple[int, ...] = ()):
+    """``records`` marked pending, each with its own prediction, written to the replay file; the members
+    in ``resolve`` resolved at once. A from-scratch tiny model writes no valid forecast, so the pending
+    episodes are its own rollouts (real token ids and logprobs) given predictions in the store."""
+    from agentenvs.rollout.store import EpisodeStore
+
+    marked = []
+    with PredictionStore(store) as predictions, EpisodeStore(episodes) as file:
+        for index, record in enumerate(records):
+            rid = f"replayed-{index}"
+            predictions.add(rid, record.task_id, "binary", 0.9, now=0.0)
+            if index in resolve:
                 predictions.resolve(rid, index % 2)
-                info = {**record.steps[-1].info, "reward_pending": True, "resolution_id": rid}
-                file.add(dataclasses.replace(record, steps=[dataclasses.replace(record.steps[-1], info=info)]))
+            info = {**record.steps[-1].info, "reward_pending": True, "resolution_id": rid}
+            marked.append(dataclasses.replace(record, steps=[dataclasses.replace(record.steps[-1], info=info)]))
+            file.add(marked[-1])
+    return marked
+
+
+def test_agentenvs_train_trains_on_replayed_episodes_and_logs_the_lag(tmp_path: Path) -> None:
+    """The reference trainer with a replay source: backfilled episodes join the step's batch, corrected by a
+    truncated importance weight against their recorded logprobs (on by default for replayed rows)."""
+    from agentenvs.train.trainer import Trainer
+
+    store, episodes, config = replay_config(tmp_path)
+    with Trainer(config) as trainer:
+        pending(trainer.rollouts.rollout(0), store, episodes, resolve=(0, 1))
         metrics = trainer.train_step()
     assert metrics["replay/episodes"] == 2 and metrics["replay/lag_s_median"] > 1e9  # acted at t=0 (1970)
     assert metrics["batch/episodes"] == 4 and metrics["batch/rows"] == 4
+    assert metrics["loss/is_tokens"] > 0 and 0 < metrics["loss/is_weight_mean"] <= metrics["loss/is_weight_max"] <= 2
+    assert 0 <= metrics["loss/is_truncated_fraction"] <= 1
+    store, episodes, config = replay_config(tmp_path / "off", importance_correction="none")
+    with Trainer(config) as trainer:
+        pending(trainer.rollouts.rollout(0), store, episodes, resolve=(0, 1))
+        assert "loss/is_tokens" not in trainer.train_step()
+
+
+def test_a_pending_episode_is_trained_once_with_its_whole_group_never_on_its_placeholder(tmp_path: Path) -> None:
+    from agentenvs.train.trainer import Trainer
+
+    store, episodes, config = replay_config(tmp_path)
+    with Trainer(config) as trainer:
+        records = pending(trainer.rollouts.rollout(0), store, episodes, resolve=(0,))
+        assert [r.reward_pending for r in records] == [True, True]
+        values, keep = trainer.advantages(records)
+        assert keep == [False, False] and values == [[], []]  # the reward 0 is a placeholder
+        assert trainer.replay.take()[0] == []  # member 1 still waits: its group is not handed out in part
+        with PredictionStore(store) as predictions:
+            predictions.resolve("replayed-1", 1)
+        batch, metrics = trainer.replay.take()
+        assert [r.episode_id for r in batch] == [r.episode_id for r in records] and metrics["replay/groups"] == 1
+        assert not any(r.reward_pending for r in batch)
+        assert trainer.replay.take()[0] == []
+
+
+def test_a_backfilled_episode_takes_the_resolved_outcome_not_only_the_reward(tmp_path: Path) -> None:
+    from agentenvs.predictions import Prediction
+    from agentenvs.train.replay import backfill
+
+    tasks = binary("dev")[:1]
+    (record,) = play(ForecasterPolicy(sigma=0.0), "dev", tasks, 1, None, store=str(tmp_path / "p.sqlite"))
+    assert record.reward_pending
+    resolved = Prediction(
+        "r", tasks[0]["task_id"], "binary", 0.9, {}, "resolved", 0.0, 1, {"reward": 0.99, "success": 1.0}
+    )
+    filled = backfill(record, resolved)
+    assert (filled.success, filled.score, filled.return_, filled.end_reason) == (True, 0.99, 0.99, "success")
+    assert filled.failure_cause == "none" and filled.success_turn == filled.steps[-1].turn
+    assert not filled.reward_pending and filled.steps[-1].info["success"] is True
+    failed = backfill(record, dataclasses.replace(resolved, scores={"reward": 0.2, "success": 0.0}))
+    assert (failed.success, failed.end_reason, failed.success_turn) == (False, "failure", None)
