@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 import agentenvs
+from agentenvs import panels
+from agentenvs.envs.forecast import SPEC
+from agentenvs.evaluation.leaderboard import committed_dir
 from agentenvs.predictions import PredictionStore
 from agentenvs.tasks.forecast.resolver import advance
 from agentenvs.testing import check_text_env
@@ -117,3 +120,28 @@ def test_user_question_file(tmp_path: Path) -> None:
 def test_conformance() -> None:
     report = check_text_env(functools.partial(agentenvs.make, "forecast"), max_steps=8, fuzz_examples=20)
     assert "cross_process" in report.passed
+
+
+@pytest.mark.parametrize(
+    ("row", "action"),
+    [("expert", "expert_action"), ("baseline-base_rate", "base_rate"), ("baseline-half", "half"), ("smollm2", None)],
+)
+def test_the_committed_leaderboard_rows_are_todays_scores(row: str, action: str | None) -> None:
+    """The committed forecast rows were run on this panel and environment version, and the reference rows
+    hold the mean reward and success rate the scorer gives their answers now (rerun them when it changes:
+    ``python -m agentenvs.evaluation.baselines --env forecast --out DIR --publish evaluation/leaderboard``)."""
+    name = next(p.name for p in committed_dir().glob(f"forecast-test-{row}*.json"))
+    result = json.loads((committed_dir() / name).read_text())
+    assert result["env"]["version"] == SPEC.version and result["env"]["kwargs"] == {"mode": "resolved"}
+    assert result["env"]["panel_hash"] == panels.panel_hash("forecast", "test")
+    if action is None:
+        return
+    env, rewards, successes = agentenvs.make("forecast", privileged=True, mode="resolved"), [], []
+    for task in env.tasks("test"):
+        _, info = env.reset(seed=0, options={"task_id": task["task_id"]})
+        answer = info["privileged"].get(action) or info["privileged"]["baseline_actions"][action]
+        _, reward, _, _, end = env.step(answer)
+        rewards.append(reward)
+        successes.append(end["success"])
+    assert result["metrics"]["mean_score"]["value"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-12)
+    assert result["metrics"]["success_rate"]["value"] == pytest.approx(sum(successes) / len(successes), abs=1e-12)
