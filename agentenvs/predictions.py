@@ -19,13 +19,13 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentenvs.errors import InvalidArgument, PredictionConflict, UnknownPrediction
-from agentenvs.forecast_scores import score_forecast
+from agentenvs.forecast_scores import CHOICE_TOLERANCE, check_rules, level_text, quantile_levels, score_forecast
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS predictions (
@@ -72,29 +72,57 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def check_forecast(kind: str, forecast: Any) -> Any:
+def check_forecast(kind: str, forecast: Any, rules: Mapping[str, Any] | None = None) -> Any:
     """The forecast in its canonical form, or :class:`InvalidArgument` that says what is expected.
 
-    binary: a probability in [0, 1]; choice: ``{option: probability}`` summing to 1 (within 1e-6);
-    numeric: ``{quantile: value}`` with quantile levels in (0, 1) and values non-decreasing.
+    ``rules`` is the question (or a prediction's payload). binary: a probability in [0, 1]; choice:
+    ``{option: probability}`` for exactly the question's ``options``, each in [0, 1], summing to 1 within
+    ``CHOICE_TOLERANCE``, returned normalised to sum to 1; numeric: ``{level: value}`` at exactly the
+    question's quantile levels (``quantiles``, default 0.1, 0.5, 0.9), finite values that do not decrease as
+    the level rises, returned in level order. Every refusal is one that would otherwise let a forecast score
+    outside what its probabilities or quantiles claim (docs/forecast.md, "Scores").
     """
+    rules = rules or {}
     if kind == "binary":
         return _probability(forecast, "a binary forecast")
     if kind == "choice":
-        if not isinstance(forecast, dict) or not forecast:
-            raise InvalidArgument('a choice forecast is a JSON object {"option": probability, ...}')
-        probs = {str(k): _probability(v, f"the probability of {k!r}") for k, v in forecast.items()}
-        if abs(sum(probs.values()) - 1.0) > 1e-6:
-            raise InvalidArgument(f"a choice forecast must sum to 1, got {sum(probs.values()):.6f}")
-        return probs
+        return _choice(forecast, rules.get("options"))
     if kind == "numeric":
-        if not isinstance(forecast, dict) or not forecast:
-            raise InvalidArgument('a numeric forecast is quantiles {"0.1": low, "0.5": median, "0.9": high}')
-        quantiles = sorted((_level(k), _finite(v, f"quantile {k}")) for k, v in forecast.items())
-        if any(b[1] < a[1] for a, b in itertools.pairwise(quantiles)):
-            raise InvalidArgument("numeric quantile values must not decrease as the level rises")
-        return {f"{q:g}": v for q, v in quantiles}
+        return _quantiles(forecast, quantile_levels(rules))
     raise InvalidArgument(f"unknown question kind {kind!r}; one of {KINDS}")
+
+
+def _choice(forecast: Any, options: list[str] | None) -> dict[str, float]:
+    if not isinstance(forecast, dict) or not forecast:
+        raise InvalidArgument('a choice forecast is a JSON object {"option": probability, ...}')
+    probs = {str(k): _probability(v, f"the probability of {k!r}") for k, v in forecast.items()}
+    if options is not None:
+        if set(probs) != set(options):
+            raise InvalidArgument(f"a choice forecast gives one probability to each option, no other: {options}")
+        probs = {option: probs[option] for option in options}
+    total = math.fsum(probs.values())  # exactly rounded: the same whatever order the options came in
+    if abs(total - 1.0) > CHOICE_TOLERANCE:
+        raise InvalidArgument(f"a choice forecast must sum to 1 (within {CHOICE_TOLERANCE}), got {total:.6f}")
+    return {option: p / total for option, p in probs.items()}
+
+
+def _quantiles(forecast: Any, levels: tuple[float, ...]) -> dict[str, float]:
+    wanted = ", ".join(level_text(level) for level in levels)
+    if not isinstance(forecast, dict) or not forecast:
+        raise InvalidArgument(f"a numeric forecast is quantiles at the levels {wanted}: {{level: value, ...}}")
+    given: dict[float, float] = {}
+    for key, value in forecast.items():
+        level = _level(key)
+        if level in given:
+            raise InvalidArgument(f"quantile level {level_text(level)} is given twice")
+        given[level] = _finite(value, f"the {level_text(level)} quantile")
+    if set(given) != set(levels):
+        got = ", ".join(level_text(level) for level in sorted(given))
+        raise InvalidArgument(f"a numeric forecast gives its quantiles at exactly the levels {wanted}, got {got}")
+    values = [given[level] for level in levels]
+    if any(b < a for a, b in itertools.pairwise(values)):
+        raise InvalidArgument("numeric quantile values must not decrease as the level rises")
+    return {level_text(level): given[level] for level in levels}
 
 
 def check_outcome(kind: str, outcome: Any, options: list[str] | None = None) -> Any:
@@ -113,9 +141,15 @@ def check_outcome(kind: str, outcome: Any, options: list[str] | None = None) -> 
 
 
 def _finite(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgument(f"{what} must be a finite number, got {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond the float range
+        number = math.inf
+    if not math.isfinite(number):
+        raise InvalidArgument(f"{what} must be a finite number, got {str(value)[:40]}")
+    return number
 
 
 def _probability(value: Any, what: str) -> float:
@@ -192,13 +226,8 @@ class PredictionStore:
         """Store a pending prediction; True when new, False when this exact prediction was stored before."""
         if not isinstance(resolution_id, str) or not resolution_id:
             raise InvalidArgument("resolution_id must be a non-empty string")
-        checked = check_forecast(kind, forecast)
-        options = (payload or {}).get("options")
-        if kind == "choice" and options is not None and not set(checked) <= set(options):
-            raise InvalidArgument(
-                f"a choice forecast names options outside {options}: {sorted(set(checked) - set(options))}"
-            )
-        forecast = _canonical(checked)
+        check_rules(kind, payload or {})
+        forecast = _canonical(check_forecast(kind, forecast, payload))
         try:
             body = _canonical(payload or {})
         except (TypeError, ValueError) as exc:
@@ -250,7 +279,14 @@ class PredictionStore:
             outcome_text = _canonical(value)
             if row[3] != "pending":
                 return _already(resolution_id, (row[3], row[4]), outcome_text)
-            scores = score_forecast(kind, forecast, value, float(payload.get("scale", 1.0)))
+            try:  # a prediction stored before the scoring rules it now lacks (a store from an older version)
+                check_rules(kind, payload)
+                forecast = check_forecast(kind, forecast, payload)
+            except InvalidArgument as exc:
+                raise InvalidArgument(
+                    f"prediction {resolution_id!r} cannot be scored under the current rules ({exc}); void it"
+                ) from None
+            scores = score_forecast(kind, forecast, value, payload)
             conn.execute(
                 "UPDATE predictions SET state='resolved', outcome=?, scores=?, resolved_at=? "
                 "WHERE resolution_id=? AND state='pending'",

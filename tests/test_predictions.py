@@ -101,25 +101,65 @@ def test_idempotent_add_and_conflicts(tmp_path: Path) -> None:
         store.void("a")
 
 
+RULES = {"options": ["A", "B"], "center": 2.0, "scale": 2.0}
+"""What scoring needs of a question: a choice's options, a number's center and scale (levels: 0.1, 0.5, 0.9)."""
+
+
 @pytest.mark.parametrize(
     ("kind", "forecast", "match"),
     [
         ("binary", 1.5, r"\[0, 1\]"),
         ("binary", -0.1, r"\[0, 1\]"),
         ("binary", math.nan, "finite"),
+        ("binary", math.inf, "finite"),
+        ("binary", 10**400, "finite"),
         ("binary", "0.5", "finite"),
+        ("binary", True, "finite"),
         ("choice", {"A": 0.5, "B": 0.6}, "sum to 1"),
-        ("choice", {"Z": 1.0}, "outside"),
-        ("numeric", {"0.1": 5.0, "0.9": 1.0}, "decrease"),
+        ("choice", {"A": 1.0, "B": 1.0}, "sum to 1"),
+        ("choice", {"A": 1.2, "B": -0.2}, r"\[0, 1\]"),
+        ("choice", {"A": 1.0}, "each option"),
+        ("choice", {"A": 0.5, "B": 0.5, "Z": 0.0}, "each option"),
+        ("numeric", {"0.1": 5.0, "0.5": 3.0, "0.9": 1.0}, "decrease"),
         ("numeric", {"1.5": 5.0}, r"\(0, 1\)"),
+        ("numeric", {"0.000001": 0.0}, "exactly the levels 0.1, 0.5, 0.9"),
+        ("numeric", {"0.1": 1.0, "0.9": 3.0}, "exactly the levels"),
+        ("numeric", {"0.1": 1.0, "0.5": 2.0, "0.9": 3.0, "0.99": 9.0}, "exactly the levels"),
+        ("numeric", {"0.1": 1.0, "0.10": 1.5, "0.5": 2.0, "0.9": 3.0}, "given twice"),
+        ("numeric", {"0.1": 1.0, "0.5": math.inf, "0.9": 3.0}, "finite"),
         ("ternary", 0.5, "unknown question kind"),
     ],
 )
 def test_bad_forecasts_are_refused(tmp_path: Path, kind: str, forecast: object, match: str) -> None:
     store = PredictionStore(tmp_path / "b.sqlite")
     with pytest.raises(InvalidArgument, match=match):
-        store.add("x", "q", kind, forecast, {"options": ["A", "B"]})
+        store.add("x", "q", kind, forecast, RULES)
     assert store.counts()["pending"] == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "match"),
+    [
+        ("choice", {}, "options"),
+        ("numeric", {"scale": 2.0}, "center"),
+        ("numeric", {"center": 2.0, "scale": 0.0}, "scale"),
+        ("numeric", {"center": 2.0, "scale": 1.0, "quantiles": ["0.9", "0.1"]}, "increasing"),
+    ],
+)
+def test_predictions_without_their_scoring_rules_are_refused(
+    tmp_path: Path, kind: str, payload: dict, match: str
+) -> None:
+    forecast = {"A": 0.5, "B": 0.5} if kind == "choice" else {"0.1": 1.0, "0.5": 2.0, "0.9": 3.0}
+    with pytest.raises(InvalidArgument, match=match):
+        PredictionStore(tmp_path / "r.sqlite").add("x", "q", kind, forecast, payload)
+
+
+def test_choice_within_tolerance_is_normalised_and_levels_are_canonical(tmp_path: Path) -> None:
+    store = PredictionStore(tmp_path / "n.sqlite")
+    store.add("c", "q", "choice", {"A": 0.333, "B": 0.672}, RULES)
+    assert sum(store.get("c").forecast.values()) == pytest.approx(1.0, abs=1e-12)
+    store.add("n", "q", "numeric", {"0.90": 3.0, ".5": 2.0, "0.1": 1.0}, RULES)
+    assert list(store.get("n").forecast) == ["0.1", "0.5", "0.9"]
 
 
 def test_bad_outcomes_are_refused(tmp_path: Path) -> None:
@@ -128,13 +168,23 @@ def test_bad_outcomes_are_refused(tmp_path: Path) -> None:
         store.resolve("nope", 1)
     store.add("b", "q", "binary", 0.5)
     store.add("c", "q", "choice", {"A": 0.5, "B": 0.5}, {"options": ["A", "B"]})
-    store.add("n", "q", "numeric", {"0.1": 1.0, "0.5": 2.0, "0.9": 3.0}, {"scale": 2.0})
+    store.add("n", "q", "numeric", {"0.1": 1.0, "0.5": 2.0, "0.9": 3.0}, {"center": 2.0, "scale": 2.0})
     for rid, outcome in [("b", 2), ("b", "yes"), ("c", "C"), ("n", math.nan), ("n", "3")]:
         with pytest.raises(InvalidArgument):
             store.resolve(rid, outcome)
     assert store.counts() == {"pending": 3, "resolved": 0, "voided": 0}
     store.resolve("n", 2.5)
     assert store.get("n").scores["covered"] == 1.0
+
+
+def test_a_prediction_stored_under_older_rules_is_not_scored(tmp_path: Path) -> None:
+    """A numeric forecast from before the fixed levels (no center, its own levels) gets an error, not a reward."""
+    store = PredictionStore(tmp_path / "old.sqlite")
+    store.add("n", "q", "numeric", {"0.1": 1.0, "0.5": 2.0, "0.9": 3.0}, RULES)
+    store.connection().execute("""UPDATE predictions SET forecast='{"1e-06":0.0}', payload='{}'""")
+    with pytest.raises(InvalidArgument, match=r"cannot be scored under the current rules.*void it"):
+        store.resolve("n", 2.0)
+    assert store.void("n", "stored under older rules") and store.counts()["voided"] == 1
 
 
 def test_replay_reads_resolved_in_order(tmp_path: Path) -> None:

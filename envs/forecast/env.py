@@ -21,11 +21,11 @@ from agentenvs import panels
 from agentenvs.actions import ExtractedAction, extract_tagged_action, strip_span
 from agentenvs.core import TextEnv, Transition, ascii_safe
 from agentenvs.envs.forecast import SPEC
-from agentenvs.envs.forecast.answers import ANSWER_TAG, LIST_QUANTILES, TOOL, find_answer, parse_answer
+from agentenvs.envs.forecast.answers import ANSWER_TAG, TOOL, find_answer, parse_answer
 from agentenvs.envs.forecast.questions import load_questions
 from agentenvs.envs.forecast.world import NewsItem, World, build_world
 from agentenvs.errors import InvalidArgument
-from agentenvs.forecast_scores import score_forecast
+from agentenvs.forecast_scores import CHOICE_TOLERANCE, level_text, quantile_levels, score_forecast
 from agentenvs.info import text_hash
 from agentenvs.predictions import PredictionStore
 
@@ -49,18 +49,34 @@ def answer_text(kind: str, forecast: Any, options: list[str] | None = None) -> s
 
 @lru_cache(maxsize=1)
 def base_rates(train: tuple[dict[str, Any], ...] | None = None) -> dict[str, Any]:
-    """Climatology of a train panel (default: the frozen one): the frequency of yes, and the 10/50/90%
-    quantiles of numeric outcomes."""
+    """Climatology of a train panel (default: the frozen one): the frequency of yes, how often each option
+    won, and the numeric outcomes (whose quantiles at a question's levels are its climatology)."""
     train = tuple(panels.load_panel(SPEC.name, "train")) if train is None else train
     yes = [t["outcome"] for t in train if t["kind"] == "binary"]
-    values = [t["outcome"] for t in train if t["kind"] == "numeric"]
-    levels = np.quantile(values, [0.1, 0.5, 0.9]).round(3).tolist() if values else [0.0, 0.0, 0.0]
     won = Counter(t["outcome"] for t in train if t["kind"] == "choice")
     return {
         "binary": round(float(np.mean(yes)), 4) if yes else 0.5,
-        "numeric": dict(zip(LIST_QUANTILES, levels, strict=True)),
+        "numeric": tuple(float(t["outcome"]) for t in train if t["kind"] == "numeric"),
         "choice": dict(won),
     }
+
+
+def answer_rules(task: dict[str, Any]) -> str:
+    """The line of the first observation that says what answer the question takes and how it is scored."""
+    if task["kind"] == "binary":
+        return "Answer with the probability (in [0, 1]) that it resolves 1; scored by the Brier score."
+    if task["kind"] == "choice":
+        return (
+            f"Answer with one probability (in [0, 1]) per option, summing to 1 (within {CHOICE_TOLERANCE}; they are "
+            "rescaled to sum to 1); scored by the Brier score."
+        )
+    levels = [level_text(level) for level in quantile_levels(task)]
+    example = ", ".join(f'"{level}": ...' for level in levels)
+    return (
+        f"Answer with your quantiles at exactly the levels {', '.join(levels)} (<answer>{{{example}}}</answer>, or "
+        "a list of the values in that order), not decreasing; scored by the quantile (pinball) loss at these "
+        "levels. Other levels are not accepted."
+    )
 
 
 class ForecastEnv(TextEnv):
@@ -75,8 +91,9 @@ class ForecastEnv(TextEnv):
         "answering you may look up the news published so far: search[words] lists matching headlines, "
         "read[id] shows one item. Put one action inside <action></action>, or give your forecast inside "
         "<answer></answer>: a probability for a yes/no question (<answer>0.7</answer>), a probability per option "
-        'for a multiple choice question (<answer>{"A": 0.2, "B": 0.8}</answer>), and your 10%, 50% and 90% '
-        "quantiles for a number (<answer>[95.0, 101.5, 108.0]</answer>)."
+        'for a multiple choice question (<answer>{"A": 0.2, "B": 0.8}</answer>), and your quantiles at the '
+        "question's levels for a number (<answer>[95.0, 101.5, 108.0]</answer> for 10%, 50% and 90%). The last "
+        "<answer> of a response counts; an answer that is not accepted can be given again."
     )
     has_privileged: ClassVar[bool] = True
     has_delayed_reward: ClassVar[bool] = True
@@ -119,6 +136,7 @@ class ForecastEnv(TextEnv):
         lines = [self.instructions, "", f"Question: {task['question']}", f"Resolution: {task['criteria']}"]
         if task.get("options"):
             lines.append("Options: " + ", ".join(task["options"]))
+        lines.append(answer_rules(task))
         if "open_tick" in task:
             lines.append(
                 f"It is now tick {task['open_tick']}; the question resolves at tick {task['resolution_tick']}."
@@ -164,7 +182,7 @@ class ForecastEnv(TextEnv):
     def _submit(self, answer: str) -> Transition:
         task = self.task
         try:
-            forecast = parse_answer(answer, task["kind"], task.get("options"))
+            forecast = parse_answer(answer, task["kind"], task)
         except InvalidArgument as exc:
             return Transition(f"Your answer was not accepted: {exc}. Answer again.", info=self._info(valid=False))
         self._forecast = forecast
@@ -172,19 +190,26 @@ class ForecastEnv(TextEnv):
         info = self._info(valid=True)
         info["resolution_id"] = rid
         if self.mode == "resolved" and task.get("outcome") is not None:
-            scores = score_forecast(task["kind"], forecast, task["outcome"], float(task.get("scale", 1.0)))
+            scores = score_forecast(task["kind"], forecast, task["outcome"], task)
+            info["success"] = bool(scores.pop("success"))
             info["score"], info["metrics"] = scores["reward"], {**info["metrics"], **scores}
             if task["kind"] == "binary":  # the pair behind the leaderboard's reliability diagram
                 info["metrics"].update({"forecast_p": float(forecast), "outcome_y": int(task["outcome"])})
-            info["success"] = scores["reward"] > 0.75 if task["kind"] == "binary" else scores["reward"] > 0.5
             return Transition("Your forecast was scored against the known outcome.", scores["reward"], True, info)
         if self.store is not None:
-            payload = {
-                k: task[k] for k in ("options", "scale", "open_tick", "resolution_tick", "world_seed") if k in task
-            }
-            self.store.add(rid, task["task_id"], task["kind"], forecast, {**payload, "split": self._split})
-        info["reward_pending"], info["success"] = True, True
+            self.store.add(rid, task["task_id"], task["kind"], forecast, self._payload())
+        info["reward_pending"], info["success"] = True, False  # a success is only known once it resolves
         return Transition("Your forecast is recorded; it is scored when the question resolves.", 0.0, True, info)
+
+    def _payload(self) -> dict[str, Any]:
+        """What the resolver needs to score the stored forecast as this episode would have (its rules) and
+        to know when it is due."""
+        task = self.task
+        keys = ("options", "scale", "center", "open_tick", "resolution_tick", "world_seed")
+        payload = {key: task[key] for key in keys if key in task}
+        if task["kind"] == "numeric":
+            payload["quantiles"] = [level_text(level) for level in quantile_levels(task)]
+        return {**payload, "split": self._split}
 
     def resolution_id(self, forecast: Any) -> str:
         """Unique per (task, seed, actions, forecast): a replayed episode gives the same id (idempotent writes)."""
@@ -234,5 +259,7 @@ class ForecastEnv(TextEnv):
             freq = {o: c / sum(counts.values()) for o, c in counts.items()}
             uniform = {o: 1.0 / len(options) for o in options}
             return {"base_rate": answer_text(kind, freq, options), "half": answer_text(kind, uniform, options)}
-        climate = answer_text(kind, rates["numeric"])
+        levels = quantile_levels(task)
+        values = np.quantile(rates["numeric"], levels).round(3).tolist() if rates["numeric"] else [0.0] * len(levels)
+        climate = answer_text(kind, dict(zip(map(level_text, levels), values, strict=True)))
         return {"base_rate": climate, "half": climate}

@@ -1,8 +1,10 @@
 """Loading a user's own forecasting questions from JSONL (docs/forecast.md, "Bring your own questions").
 
 One JSON object a line: ``question_id``, ``question``, ``kind`` (binary, choice, numeric), ``criteria``
-(resolution criteria), ``close_date``; optional ``options`` (choice), ``scale`` (numeric: the spread a
-CRPS is measured against), ``background`` (a list of texts the agent may search) and ``outcome`` once known.
+(resolution criteria), ``close_date``; ``options`` (choice), ``center`` and ``scale`` (numeric: where the
+outcome is expected and its plausible spread, what the reward is measured on); optional ``quantiles``
+(numeric: the levels answers give, default 0.1, 0.5, 0.9), ``background`` (a list of texts the agent may
+search) and ``outcome`` once known.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.errors import InvalidArgument
+from agentenvs.forecast_scores import check_rules
 from agentenvs.predictions import KINDS, check_outcome
 
 REQUIRED = ("question_id", "question", "kind", "criteria", "close_date")
@@ -24,8 +27,10 @@ def question_row(raw: dict[str, Any], where: str) -> dict[str, Any]:
         raise InvalidArgument(f"{where}: missing {missing}; each line needs {list(REQUIRED)}")
     if raw["kind"] not in KINDS:
         raise InvalidArgument(f"{where}: kind {raw['kind']!r} is not one of {KINDS}")
-    if raw["kind"] == "choice" and not (isinstance(raw.get("options"), list) and len(raw["options"]) >= 2):
-        raise InvalidArgument(f"{where}: a choice question needs a list of at least two options")
+    try:
+        check_rules(raw["kind"], raw)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{where}: {exc}") from None
     row = {**raw, "task_id": str(raw["question_id"]), "task_type": f"custom-{raw['kind']}"}
     if raw.get("outcome") is not None:
         row["outcome"] = check_outcome(raw["kind"], raw["outcome"], raw.get("options"))

@@ -3,7 +3,9 @@
 Each split draws its questions from its own worlds (disjoint seeds), so test questions never share a
 world with training ones. A question carries its world seed, the tick it opens at (the agent sees the
 news up to it), its resolution tick and criteria, and, as privileged fields, the simulator's oracle
-forecast and the outcome (applied only when the clock passes the resolution tick).
+forecast and the outcome (applied only when the clock passes the resolution tick). A numeric question also
+fixes what its reward is measured on: the quantile levels an answer gives (``quantiles``), ``center`` (the
+series' close at the open tick, public) and ``scale`` (docs/forecast.md, "Scores").
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ def _level(world: World, rng: np.random.Generator) -> dict[str, Any]:
         "open_tick": start,
         "resolution_tick": end,
         "scale": round(float(np.std(samples)) * 2 + 1.0, 4),
+        "center": world.series[name][start],
+        "quantiles": list(QUANTILES),
         "oracle": {q: round(float(np.quantile(samples, float(q))), 4) for q in QUANTILES},
         "outcome": world.series[name][end],
     }
