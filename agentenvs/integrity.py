@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from agentenvs.errors import InvalidArgument
 from agentenvs.seeding import rng_for
 
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'.-]*")
@@ -247,7 +248,7 @@ def judge(exploit: list[Outcome], chance: dict[str, list[list[Outcome]]], alpha:
     successes = sum(o.success for o in exploit)
     if successes and not any(o.success for per_task in chance.values() for pool in per_task for o in pool):
         return f"reached success in {successes} of {len(exploit)} episodes; blind random play never did"
-    for metric, verb in (("success", "succeeded in"), ("score", "scored")):
+    for metric, label in (("success", "success rate"), ("score", "mean score")):
         mean = sum(float(getattr(o, metric)) for o in exploit) / len(exploit)
         bounds = {
             name: chance_bound([[float(getattr(o, metric)) for o in pool] for pool in per_task], alpha)
@@ -255,7 +256,7 @@ def judge(exploit: list[Outcome], chance: dict[str, list[list[Outcome]]], alpha:
         }
         if mean > max(bounds.values()) + 1e-9:
             shown = ", ".join(f"{name} {bound:.3f}" for name, bound in bounds.items())
-            return f"{verb} {mean:.3f} on average, above blind random play's {1 - alpha:.0%} bound ({shown})"
+            return f"{label} {mean:.3f}, above blind random play's {1 - alpha:.0%} bound ({shown})"
     return None
 
 
@@ -272,7 +273,10 @@ def run_integrity(
     what each winning exploit won. Raises nothing."""
     seeds = tuple(seeds)
     if not seeds or repeats < 1 or not 0 < alpha < 1:
-        raise ValueError(f"need seeds, repeats >= 1 and 0 < alpha < 1; got {seeds}, {repeats}, {alpha}")
+        raise InvalidArgument(
+            f"the reward integrity check needs at least one seed, repeats >= 1 and 0 < alpha < 1; "
+            f"got seeds {seeds}, repeats {repeats}, alpha {alpha}"
+        )
     report = IntegrityReport()
     shared = {"options": options, "description": env.describe()}
     per_task: dict[str, list[list[Outcome]]] = {}

@@ -313,7 +313,7 @@ def test_an_honest_pick_passes_the_reward_integrity_check():
     [
         (AnyListedWinsEnv, "answer_list", "reached success in 2 of 2 episodes"),
         (FirstIsRightEnv, "repeated", "reached success in 2 of 2 episodes"),
-        (VerboseScoresEnv, "very_long", "scored 1.000 on average"),
+        (VerboseScoresEnv, "very_long", "mean score 1.000, above blind random play's 99% bound"),
     ],
 )
 def test_an_exploitable_env_fails_the_reward_integrity_check(cls, exploit, won):
