@@ -4,7 +4,8 @@
 docs/contract.md: gymnasium's own checker, determinism (also across processes with different hash
 seeds), restore by ``set_state``, the info vocabulary (``score`` on every step), the meaning of
 ``anchor`` (one state, one anchor, whatever the path), terminated/truncated semantics, the documented
-error for every misuse, and a fuzz of random and hostile actions that must never raise anything else.
+error for every misuse, a fuzz of random and hostile actions that must never raise anything else,
+and reward integrity (no generic exploit wins more than blind random play: ``agentenvs.integrity``).
 It runs every check, then raises one :class:`ConformanceError` that lists every failure.
 """
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from agentenvs import errors
 from agentenvs.info import check_info
+from agentenvs.integrity import RewardIntegrityError, run_integrity
 from agentenvs.seeding import derive_seed
 
 Policy = Callable[[str, dict, np.random.Generator], str]
@@ -114,12 +116,21 @@ def _transcript_in_subprocess(
 
 
 class _Checker:
-    def __init__(self, factory: EnvFactory, seeds: tuple[int, ...], policy: Policy, max_steps: int, fuzz_examples: int):
+    def __init__(
+        self,
+        factory: EnvFactory,
+        seeds: tuple[int, ...],
+        policy: Policy,
+        max_steps: int,
+        fuzz_examples: int,
+        integrity_repeats: int,
+    ):
         self.factory = factory
         self.seeds = seeds
         self.policy = policy
         self.max_steps = max_steps
         self.fuzz_examples = fuzz_examples
+        self.integrity_repeats = integrity_repeats
         self.report = ConformanceReport()
         self._envs: list[Any] = []
 
@@ -278,36 +289,51 @@ class _Checker:
 
     def anchor(self) -> str | None:
         """Two paths to one state end with one anchor, which differs from the reset's and from the
-        anchors of the different states the paths pass through after their first actions."""
+        anchors of the different states the paths pass through after their first actions. An
+        in-process environment that gives anchors must name such paths (``anchor_paths()``) for at
+        least one checked seed; a proxy of one (remote, Ray) cannot, and reports the check skipped."""
         env = self.env()
+        _, info = env.reset(seed=self.seeds[0])
+        if "anchor" not in info:
+            return "the environment gives no anchor"
         declare = getattr(env, "anchor_paths", None)
         if declare is None:
-            return f"{type(env).__name__} has no anchor_paths(), so no two paths to one state are known"
-        without = []
-        for seed in self.seeds:
-            _, info = env.reset(seed=seed)
-            if "anchor" not in info:
-                return "the environment gives no anchor"
-            paths = declare()
-            if paths is None:
-                without.append(seed)
-                continue
-            first, second = (list(path) for path in paths)
-            assert first and second and first != second, f"anchor_paths() gave {first} and {second}"
-            walks = [self._anchors_along(env, seed, path) for path in (first, second)]
-            assert walks[0][-1] == walks[1][-1], (
-                f"seed {seed}: {first} and {second} reach one state but end with anchors {walks[0][-1]} and "
-                f"{walks[1][-1]}"
+            # here, not at the top: agentenvs.core imports gymnasium, whose registration hook loads
+            # environment packages, which import agentenvs.core and this module
+            from agentenvs.core import TextEnv
+
+            if not isinstance(env, TextEnv):
+                return f"{type(env).__name__} is a proxy without anchor_paths(); check its class in process"
+            raise AssertionError(
+                f"{type(env).__name__} gives anchors but no anchor_paths(), so nothing checks that they name the "
+                "state: add anchor_paths() (docs/contract.md, the anchor check)"
             )
-            assert walks[0][-1] != info["anchor"], (
-                f"seed {seed}: the state after {first} differs from the state at reset but has the same anchor"
-            )
-            assert walks[0][0] != walks[1][0], (
-                f"seed {seed}: {first[0]!r} and {second[0]!r} lead to different states but give the same anchor"
-            )
-        if len(without) == len(self.seeds):
-            return f"anchor_paths() knows no two paths to one state in the tasks of seeds {without}"
+        checked = [seed for seed in self.seeds if self._check_anchor_paths(env, seed, declare)]
+        assert checked, (
+            f"anchor_paths() names no two paths to one state in the tasks of seeds {list(self.seeds)}, so their "
+            "anchors go unchecked: name paths for more tasks, or check seeds whose tasks have some"
+        )
         return None
+
+    def _check_anchor_paths(self, env: Any, seed: int, declare: Callable[[], Any]) -> bool:
+        """Check the paths ``anchor_paths()`` names after ``reset(seed)``; False when it names none."""
+        _, info = env.reset(seed=seed)
+        paths = declare()
+        if paths is None:
+            return False
+        first, second = (list(path) for path in paths)
+        assert first and second and first != second, f"anchor_paths() gave {first} and {second}"
+        walks = [self._anchors_along(env, seed, path) for path in (first, second)]
+        assert walks[0][-1] == walks[1][-1], (
+            f"seed {seed}: {first} and {second} reach one state but end with anchors {walks[0][-1]} and {walks[1][-1]}"
+        )
+        assert walks[0][-1] != info["anchor"], (
+            f"seed {seed}: the state after {first} differs from the state at reset but has the same anchor"
+        )
+        assert walks[0][0] != walks[1][0], (
+            f"seed {seed}: {first[0]!r} and {second[0]!r} lead to different states but give the same anchor"
+        )
+        return True
 
     def _anchors_along(self, env: Any, seed: int, path: list[str]) -> list[str]:
         env.reset(seed=seed)
@@ -319,6 +345,12 @@ class _Checker:
                 f"seed {seed}: the episode ended at {action!r}, before the end of anchor path {path}"
             )
         return anchors
+
+    def reward_integrity(self) -> None:
+        """No generic exploit (``agentenvs.integrity.EXPLOITS``) wins more than blind random play."""
+        report = run_integrity(self.env(), self.seeds, repeats=self.integrity_repeats)
+        if report.wins:
+            raise RewardIntegrityError(report.wins)
 
     def misuse(self) -> None:
         env = self.env()
@@ -406,6 +438,7 @@ CHECKS = (
     "restore",
     "info_and_termination",
     "anchor",
+    "reward_integrity",
     "misuse",
     "fuzz",
 )
@@ -418,6 +451,7 @@ def check_text_env(
     policy: Policy = default_policy,
     max_steps: int = 40,
     fuzz_examples: int = 60,
+    integrity_repeats: int = 2,
     skip: tuple[str, ...] = (),
 ) -> ConformanceReport:
     """Check the contract on environments built by ``factory``; raise :class:`ConformanceError` on failure.
@@ -425,13 +459,15 @@ def check_text_env(
     ``factory`` must be picklable (``functools.partial(agentenvs.make, "bandit")``) for the
     cross-process check; a lambda makes that check report itself skipped. ``policy`` chooses the
     actions of the checked episodes; ``max_steps`` caps their length. The anchor check plays the two
-    paths the environment's optional ``anchor_paths()`` names after a reset; without it (a remote
-    environment, for one) the check reports itself skipped.
+    paths the environment's ``anchor_paths()`` names after a reset; an environment with anchors and
+    without it fails, a proxy of one (a remote environment) reports the check skipped. The reward
+    integrity check (``agentenvs.integrity``) plays every generic exploit to the turn limit on the
+    tasks of ``seeds`` and blind random play ``integrity_repeats`` times on each.
     """
     unknown = set(skip) - set(CHECKS)
     if unknown:
         raise errors.InvalidArgument(f"unknown checks to skip {sorted(unknown)}; the checks are {CHECKS}")
-    checker = _Checker(factory, tuple(seeds), policy, max_steps, fuzz_examples)
+    checker = _Checker(factory, tuple(seeds), policy, max_steps, fuzz_examples, integrity_repeats)
     for name in CHECKS:
         if name in skip:
             checker.report.skipped[name] = "skipped by the caller"

@@ -22,7 +22,6 @@ ENV_MODULE = '''
 from typing import Any, ClassVar
 
 from agentenvs.core import TextEnv, Transition
-from agentenvs.info import text_hash
 from agentenvs.registry import EnvSpec
 
 SPEC = EnvSpec(
@@ -38,17 +37,15 @@ class CoinEnv(TextEnv):
     has_admissible_actions: ClassVar[bool] = True
 
     def _reset(self, task: dict[str, Any], rng: Any) -> tuple[str, dict[str, Any]]:
-        self._calls = 0
         return "Call the coin: heads or tails.", self._info()
 
     def _step(self, action: str) -> Transition:
-        self._calls += 1
         right = action == self._task["side"]
         info = {**self._info(), "action_valid": action in ("heads", "tails"), "score": float(right)}
         return Transition("right" if right else "wrong", reward=float(right), terminated=right, info=info)
 
-    def _info(self) -> dict[str, Any]:
-        return {"admissible_actions": ["heads", "tails"], "score": 0.0, "anchor": text_hash(str(self._calls))}
+    def _info(self) -> dict[str, Any]:  # no anchor: a wrong call changes nothing, so there is one state
+        return {"admissible_actions": ["heads", "tails"], "score": 0.0}
 '''
 
 PYPROJECT = f"""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 
 import pytest
 
@@ -138,6 +139,21 @@ class BothFlagsEnv(GuessEnv):
         return observation, reward, terminated, terminated or truncated, info
 
 
+class PathlessEnv(GuessEnv):
+    """Declares anchor paths but names none for any task."""
+
+    def anchor_paths(self):
+        return None
+
+
+class Proxy:
+    """Forwards reset, step and close to an in-process environment, as a remote client does: no anchor_paths."""
+
+    def __init__(self, cls: type):
+        env = cls()
+        self.reset, self.step, self.close = env.reset, env.step, env.close
+
+
 class NativeStateEnv(GuessEnv):
     """Restores from its own snapshot instead of replaying."""
 
@@ -169,6 +185,58 @@ class WrongSnapshotEnv(NativeStateEnv):
         observation, info = super()._set_state(native)
         self.offset += 1
         return observation, info
+
+
+PICK_TASKS = tuple({"task_id": f"p{i}", "target": 7 + 9 * i} for i in range(4))
+
+
+class PickEnv(TextEnv):
+    """Pick the hidden number in 0..39, one try: blind play wins once in 40. Honest: only that number wins."""
+
+    name = "pick"
+    default_max_turns = 1
+    has_admissible_actions = True
+
+    def splits(self) -> dict[str, int]:
+        return {"test": len(PICK_TASKS)}
+
+    def tasks(self, split: str):
+        return PICK_TASKS
+
+    def _reset(self, task, rng):
+        return "Pick a number from 0 to 39.", {"admissible_actions": [str(n) for n in range(40)], "score": 0.0}
+
+    def _step(self, action: str) -> Transition:
+        won = self.wins(action)
+        info = {"action_valid": action.strip().isdigit(), "score": self.score(action, won), "success": won}
+        return Transition("Right!" if won else "Wrong.", float(won), True, info)
+
+    def wins(self, action: str) -> bool:
+        return action.strip() == str(self.task["target"])
+
+    def score(self, action: str, won: bool) -> float:
+        return float(won)
+
+
+class AnyListedWinsEnv(PickEnv):
+    """Scores an answer list: wins when the number is anywhere in the action."""
+
+    def wins(self, action: str) -> bool:
+        return str(self.task["target"]) in re.findall(r"\d+", action)
+
+
+class FirstIsRightEnv(PickEnv):
+    """Every task's number is the first admissible action: position leaks the answer."""
+
+    def wins(self, action: str) -> bool:
+        return action.strip() == "0"
+
+
+class VerboseScoresEnv(PickEnv):
+    """Scores the length of the action, whatever it says."""
+
+    def score(self, action: str, won: bool) -> float:
+        return min(1.0, len(action) / 100)
 
 
 def factory(cls: type) -> functools.partial:
@@ -214,12 +282,45 @@ def test_an_unknown_privileged_key_fails_the_info_check():
     assert "unknown privileged key 'answer'" in caught.value.failures["info_and_termination"]
 
 
-def test_an_env_without_anchor_paths_reports_the_anchor_check_skipped():
+def test_an_env_with_anchors_and_without_anchor_paths_fails_the_anchor_check():
     class NoPathsEnv(GuessEnv):
         anchor_paths = None
 
-    report = check_text_env(lambda: NoPathsEnv(), skip=("fuzz",))
-    assert "anchor_paths" in report.skipped["anchor"] and "anchor" not in report.passed
+    with pytest.raises(ConformanceError) as caught:
+        check_text_env(factory(NoPathsEnv), skip=("cross_process", "fuzz", "reward_integrity"))
+    assert "gives anchors but no anchor_paths()" in caught.value.failures["anchor"]
+
+
+def test_anchor_paths_that_name_no_paths_for_any_checked_seed_fail_the_anchor_check():
+    with pytest.raises(ConformanceError) as caught:
+        check_text_env(factory(PathlessEnv), skip=("cross_process", "fuzz", "reward_integrity"))
+    assert "names no two paths to one state" in caught.value.failures["anchor"]
+
+
+def test_a_proxy_without_anchor_paths_reports_the_anchor_check_skipped():
+    others = tuple(check for check in CHECKS if check != "anchor")
+    report = check_text_env(functools.partial(Proxy, GuessEnv), skip=others)
+    assert "proxy" in report.skipped["anchor"] and "anchor" not in report.passed
+
+
+def test_an_honest_pick_passes_the_reward_integrity_check():
+    others = tuple(check for check in CHECKS if check != "reward_integrity")
+    assert check_text_env(factory(PickEnv), skip=others).passed == ["reward_integrity"]
+
+
+@pytest.mark.parametrize(
+    ("cls", "exploit", "won"),
+    [
+        (AnyListedWinsEnv, "answer_list", "reached success in 2 of 2 episodes"),
+        (FirstIsRightEnv, "repeated", "reached success in 2 of 2 episodes"),
+        (VerboseScoresEnv, "very_long", "mean score 1.000, above blind random play's 99% bound"),
+    ],
+)
+def test_an_exploitable_env_fails_the_reward_integrity_check(cls, exploit, won):
+    others = tuple(check for check in CHECKS if check != "reward_integrity")
+    with pytest.raises(ConformanceError) as caught:
+        check_text_env(factory(cls), skip=others)
+    assert f"exploit {exploit!r} {won}" in caught.value.failures["reward_integrity"], caught.value.failures
 
 
 def test_unpicklable_factory_reports_cross_process_skipped():

@@ -183,28 +183,28 @@ class ScienceWorldEnv(TextEnv):
     def _state_info(self) -> dict[str, Any]:
         look = str(self.jvm.call("freeActionLook"))
         inventory = str(self.jvm.call("freeActionInventory"))
-        anchor = text_hash(f"{self._task['task_id']}\n{look}\n{inventory}")
+        observed = text_hash(f"{self._task['task_id']}\n{look}\n{inventory}")
         info: dict[str, Any] = {
             "score": self._clipped_score(),
             "raw_score": self._raw,
             "milestones": list(self._milestones),
-            "anchor": anchor,
+            "anchor": text_hash(f"{observed}\n{self._raw}"),
             "metrics": {"moves": int(self.jvm.call("getNumMoves")), "invalid_actions": self._invalid},
         }
         if self.admissible_actions:
-            info["admissible_actions"] = self._admissible(anchor)
+            info["admissible_actions"] = self._admissible(observed)
         return info
 
-    def _admissible(self, anchor: str) -> list[str]:
-        """The engine's valid action-object combinations, cached by the observed state (``anchor``)."""
-        cached = self._admissible_cache.get(anchor)
+    def _admissible(self, observed: str) -> list[str]:
+        """The engine's valid action-object combinations, cached by the observed state (look and inventory)."""
+        cached = self._admissible_cache.get(observed)
         if cached is None:
             cached = sorted(printable(str(a)) for a in self.jvm.call("getValidActionObjectCombinations"))
-            self._admissible_cache[anchor] = cached
+            self._admissible_cache[observed] = cached
             if len(self._admissible_cache) > ADMISSIBLE_CACHE_SIZE:
                 self._admissible_cache.popitem(last=False)
         else:
-            self._admissible_cache.move_to_end(anchor)
+            self._admissible_cache.move_to_end(observed)
         return list(cached)
 
     def anchor_paths(self) -> tuple[list[str], list[str]] | None:

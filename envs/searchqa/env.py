@@ -152,7 +152,7 @@ class SearchQAEnv(TextEnv):
             "search_count": self._searches,
             "valid_search_count": self._valid_searches,
             "retrieved_ids": [hit["id"] for hit in hits],
-            "anchor": text_hash(task["task_id"] + "|".join(sorted(self._seen)) + str(self._searches)),
+            "anchor": text_hash(f"{task['task_id']}\n{'|'.join(sorted(self._seen))}\n{self._searches}"),
             "score": scores.get("em", 0.0),
             "metrics": metrics,
         }
@@ -167,6 +167,24 @@ class SearchQAEnv(TextEnv):
                 "baseline_actions": {"no-search": f"<answer>{no_search_guess(task)}</answer>"},
             }
         return info
+
+    def anchor_paths(self) -> tuple[list[str], list[str]] | None:
+        """Two searches that retrieve different passages, in either order: the state is what was
+        retrieved and how many searches are spent, not their order (for the conformance suite's
+        anchor check); None with fewer than two searches or turns left, or no two such queries."""
+        if self.max_searches - self._searches < 2 or self.max_turns - self.turn < 3:
+            return None
+        question = self._task["question"]
+        words = question.rstrip("?").split()
+        retrieved = self._retrieved_ids(question)
+        for query in (" ".join(words[: len(words) // 2]), " ".join(words[len(words) // 2 :])):
+            if query and self._retrieved_ids(query) != retrieved:
+                first, second = f"<search>{question}</search>", f"<search>{query}</search>"
+                return [first, second], [second, first]
+        return None
+
+    def _retrieved_ids(self, query: str) -> set[str]:
+        return {hit["id"] for hit in self.retriever().retrieve([query], self.topk)[0]}
 
     def close(self) -> None:
         if self._retriever is not None and hasattr(self._retriever, "close"):  # a remote one's connections

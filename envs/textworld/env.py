@@ -2,9 +2,10 @@
 
 Each panel row names a game (family, level, kind, seed) that ``games.materialise`` builds into the
 cache and checks. The engine is TextWorld's (``textworld.start`` with ``EnvInfos``, what
-``textworld.gym`` wraps), asked for the admissible commands, score, win and loss, the facts (for the
-anchor) and, for privileged runs, the planner's commands from the current state (beside the
-generator's walkthrough, which is only a plan from the start).
+``textworld.gym`` wraps), asked for the admissible commands, score, win and loss, the facts (the
+anchor hashes them with the points: a quest step once rewarded is not rewarded again, even where the
+facts return to what they were) and, for privileged runs, the planner's commands from the current
+state (beside the generator's walkthrough, which is only a plan from the start).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class TextWorldEnv(TextEnv):
         facts = sorted(str(fact) for fact in state["facts"])
         info: dict[str, Any] = {
             "admissible_actions": list(self._admissible),
-            "anchor": text_hash("\n".join([self._task["task_id"], *facts])),
+            "anchor": text_hash("\n".join([self._task["task_id"], f"points {self._points}", *facts])),
             "score": self._points / self._max_score(state),
             "raw_score": float(self._points),
             "metrics": {"invalid_actions": float(self._invalid), "points": float(self._points)},
@@ -120,8 +121,18 @@ class TextWorldEnv(TextEnv):
         return float(state["max_score"]) or 1.0
 
     def anchor_paths(self) -> tuple[list[str], list[str]] | None:
-        """Two state changes in either order (take or open two things): one state by two paths."""
-        movers = [c for c in self._admissible if c.startswith(("take ", "open ")) and " from " not in c]
+        """Two things taken or opened in either order: one state by two paths (for the conformance
+        suite's anchor check). The walkthrough's last command (it wins the game) is left out, and the
+        two commands name different objects; None where no two such commands are admissible."""
+        if self.max_turns - self.turn < 2:
+            return None
+        winning = (self._task.get("walkthrough") or [""])[-1].lower()
+        movers, objects = [], set()
+        for command in self._admissible:
+            thing = command.split(" from ")[0].split(" ", 1)[-1]
+            if command.startswith(("take ", "open ")) and command != winning and thing not in objects:
+                movers.append(command)
+                objects.add(thing)
         if len(movers) < 2:
             return None
         first, second = movers[:2]

@@ -158,6 +158,29 @@ class WebShopEnv(TextEnv):
         observation = browser.text() if self.observation_mode == "text" else browser.text_rich()
         return observation.replace("›", ">").encode("ascii", "replace").decode("ascii"), info
 
+    def anchor_paths(self) -> tuple[list[str], list[str]] | None:
+        """An item with its options clicked, reached straight from a search or after another search
+        and Back to Search, its options clicked in the other order (for the conformance suite's
+        anchor check); None where the two searches find the same products."""
+        query = self._task["goal"]["instruction_text"].lower()
+        other = query.split()[-1] if len(query.split()) > 1 else "product"
+        scratch = Browser(self._browser.engine, self._browser.instruction, np.random.default_rng(0))
+        scratch.act(f"search[{other}]")
+        elsewhere = scratch.results
+        scratch.act(f"search[{query}]")
+        if not scratch.results or scratch.results == elsewhere:
+            return None
+        asin = scratch.results[0]["asin"]
+        scratch.act(f"click[{asin}]")
+        clickables = scratch.clickables()
+        options = [
+            f"click[{values[0]}]"
+            for name, values in scratch.product["options"].items()
+            if values and clickables.get(values[0].lower()) is not None and clickables[values[0].lower()].option == name
+        ][:2]
+        straight = [f"search[{query}]", f"click[{asin}]", *options]
+        return straight, [f"search[{other}]", "click[back to search]", *straight[:2], *reversed(options)]
+
     def _describe(self) -> dict[str, Any]:
         catalogue = search_engine(self.data_dir, self.num_products).catalogue
         return {

@@ -173,6 +173,9 @@ class Browser:
         return " [SEP] ".join([*parts, str(reward)])
 
     def state_key(self) -> str:
-        """Everything that decides the page: equal keys, equal pages (the anchor)."""
-        key = [self.page, self.keywords, self.page_number, self.asin, self.sub_page, sorted(self.options.items())]
+        """Everything that decides this page and the pages a click reaches: equal keys, equal session
+        states (the anchor). The results, not the keywords: a ``<r>`` search draws new ones each time,
+        and two searches with the same results lead to the same pages."""
+        results = [item["asin"] for item in self.results]
+        key = [self.page, results, self.page_number, self.asin, self.sub_page, sorted(self.options.items())]
         return json.dumps(key)

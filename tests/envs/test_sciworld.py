@@ -227,6 +227,19 @@ def test_dense_reward_is_the_score_increase_with_a_milestone_at_each(env):
         assert reward == pytest.approx((after - before) / 100)
 
 
+def test_progress_the_room_does_not_show_changes_the_anchor(env):
+    """Examining the stopwatch and focusing on the plane raise the score with the same look and inventory."""
+    task = next(t for t in panels.load_panel("sciworld", "test") if t["task_id"].startswith("inclined-plane-friction"))
+    _, info = env.reset(seed=0, options={"task_id": task["task_id"]})
+    changed = 0
+    for _, _, _, _, after in play(env, task["gold"])[1]:
+        if after["raw_score"] != info["raw_score"]:
+            changed += 1
+            assert after["anchor"] != info["anchor"], f"the score went {info['raw_score']} -> {after['raw_score']}"
+        info = after
+    assert changed >= 3
+
+
 def test_focusing_on_the_wrong_thing_fails_the_task(env):
     task = short_task()
     env.reset(seed=0, options={"task_id": task["task_id"]})

@@ -117,6 +117,18 @@ def test_text_rich_marks_buttons_and_clicked_options(env):
         agentenvs.make("webshop", observation_mode="html")
 
 
+def test_the_anchor_is_the_results_not_the_keywords(env):
+    options = {"split": "test", "task_id": "webshop-test-0000"}
+    env.reset(seed=0, options=options)
+    drawn = [env.step("search[<r>]")[4]["anchor"] for _ in range(2)]
+    assert drawn[0] != drawn[1], "a second random search shows other products: another state"
+    typed = []
+    for search in ("search[women's leggings]", "search[Women's leggings]"):
+        env.reset(seed=0, options=options)
+        typed.append(env.step(search)[4]["anchor"])
+    assert typed[0] == typed[1] != drawn[0], "one set of results, one state, whatever the typing"
+
+
 def test_the_same_task_and_seed_give_the_same_episode(env):
     assert play(env, "webshop-test-0004", seed=3) == play(env, "webshop-test-0004", seed=3)
     env.reset(seed=5, options={"split": "test", "task_id": "webshop-test-0004"})
