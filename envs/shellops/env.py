@@ -4,9 +4,11 @@ Each reset unpacks the task's workspace snapshot into a fresh tmpfs and starts o
 on it (``sandbox.Shell``). The observation of a command is its exit code and its capped stdout and
 stderr. The reward comes at submit: 1.0 when the verifier passes, else 0.0. ``score`` on every step is
 the share of the task's checks that pass over the workspace so far (answer tasks: 0 until a correct
-submit). ``anchor`` hashes the task, the workspace's files (paths, modes, contents; no times) and the
-shell's working folder. ``info["parsed_action"]`` is the command's bashlex structure; the expert
-(privileged ``expert_plan``) is the task's reference solution.
+submit); the checks read the workspace from the host (``verifier.py``). ``anchor`` hashes the task, the
+workspace's files (paths, modes, contents; no times) and the shell's working folder.
+``info["parsed_action"]`` is the command's bashlex structure; the expert (privileged ``expert_plan``)
+is the task's reference solution, and ``baseline_actions["random"]`` a random command of a fixed menu.
+The environment refuses to start when its panels lie where the sandbox can read them.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ class ShellOpsEnv(TextEnv):
         "with exactly one action: <bash>COMMAND</bash> runs COMMAND in a persistent bash (cd and variables carry "
         "over; each command has a time limit) and shows its exit code and output; <submit>ANSWER</submit> ends "
         "the episode. For a question, ANSWER is the answer (several items: one per line); for a change to the "
-        "files, make the change with commands, then submit anything, e.g. <submit>done</submit>."
+        "files, make the change with commands, then submit anything, e.g. <submit>done</submit>. Change only what "
+        "the task asks: a file added, removed or changed elsewhere in /workspace fails it (keep scratch files in /tmp)."
     )
     has_privileged: ClassVar[bool] = True
 

@@ -25,6 +25,7 @@ layout and comments; they confirm it imports and runs, they are not where the re
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import secrets
@@ -73,7 +74,9 @@ def files_kept(check: dict, tree: Tree, solution: dict[bytes, bytes], changed: s
     return all(entries[p].is_file and (p in changed or entries[p].data == data) for p, data in solution.items())
 
 
+@functools.lru_cache(maxsize=64)
 def _syntax(source: bytes) -> str | None:
+    """The dump of a file's syntax tree (cached: the solution's files are parsed at every step)."""
     try:
         return ast.dump(ast.parse(source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
