@@ -83,6 +83,22 @@ SEARCHQA = (
 """The expert (golden sub-queries, answers read from the retrieved text), answering without searching,
 and SmolLM2 zero-shot, whose responses stop at Search-R1's closing tags."""
 
+SHELLOPS = (
+    Planned("shellops", "expert", k=1, limit=None, split="test"),
+    Planned("shellops", "baseline:random", k=1, limit=None, split="test"),
+    Planned(
+        "shellops",
+        "smollm2",
+        k=1,
+        limit=12,
+        split="test",
+        sampling={**SMOLLM2, "stop": ["</bash>", "</submit>"], "max_tokens": 48},
+    ),
+)
+"""The reference solution, a random command of a fixed menu (the environment's ``baseline_actions``: a
+shell lists no admissible actions, so it runs as ``baseline:random``, one sample a task, since every
+sample of a task starts from the same seed) and SmolLM2 zero-shot, stopping at the closing tags."""
+
 PLANS: dict[str, tuple[Planned, ...]] = {
     "leaderboard": (
         Planned("bandit", "random", k=4, limit=None),
@@ -104,6 +120,7 @@ PLANS: dict[str, tuple[Planned, ...]] = {
         Planned("webshop", "smollm2", k=1, limit=12, split="test", sampling=SMOLLM2),
         *SEARCHQA,
         *FORECAST,
+        *SHELLOPS,
     ),
     "demo": (
         Planned("bandit", "random", k=4, limit=12),

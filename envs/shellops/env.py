@@ -4,9 +4,11 @@ Each reset unpacks the task's workspace snapshot into a fresh tmpfs and starts o
 on it (``sandbox.Shell``). The observation of a command is its exit code and its capped stdout and
 stderr. The reward comes at submit: 1.0 when the verifier passes, else 0.0. ``score`` on every step is
 the share of the task's checks that pass over the workspace so far (answer tasks: 0 until a correct
-submit). ``anchor`` hashes the task, the workspace's files (paths, modes, contents; no times) and the
-shell's working folder. ``info["parsed_action"]`` is the command's bashlex structure; the expert
-(privileged ``expert_plan``) is the task's reference solution.
+submit); the checks read the workspace from the host (``verifier.py``). ``anchor`` hashes the task, the
+workspace's files (paths, modes, contents; no times) and the shell's working folder.
+``info["parsed_action"]`` is the command's bashlex structure; the expert (privileged ``expert_plan``)
+is the task's reference solution, and ``baseline_actions["random"]`` a random command of a fixed menu.
+The environment refuses to start when its panels lie where the sandbox can read them.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from agentenvs import panels
 from agentenvs.actions import ExtractedAction, extract_tagged_action
 from agentenvs.core import TextEnv, Transition, ascii_safe
 from agentenvs.envs.shellops import SPEC
-from agentenvs.envs.shellops.sandbox import Limits, Result, Shell, require_sandbox
-from agentenvs.envs.shellops.snapshot import unpack
+from agentenvs.envs.shellops.baseline import random_action
+from agentenvs.envs.shellops.sandbox import Limits, Result, Shell, require_sandbox, require_unreadable
+from agentenvs.envs.shellops.snapshot import read_files, unpack
 from agentenvs.envs.shellops.structure import structure
-from agentenvs.envs.shellops.verifier import answer_matches, passed_checks
-from agentenvs.envs.shellops.workspace import Workspace, sweep_stale, tree_digest
+from agentenvs.envs.shellops.tree import Tree, read_tree
+from agentenvs.envs.shellops.verifier import answer_matches, check_results
+from agentenvs.envs.shellops.workspace import Workspace, sweep_stale
 from agentenvs.info import text_hash
 
 ACTION = re.compile(r"<(bash|submit)>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
@@ -72,18 +76,22 @@ class ShellOpsEnv(TextEnv):
         "with exactly one action: <bash>COMMAND</bash> runs COMMAND in a persistent bash (cd and variables carry "
         "over; each command has a time limit) and shows its exit code and output; <submit>ANSWER</submit> ends "
         "the episode. For a question, ANSWER is the answer (several items: one per line); for a change to the "
-        "files, make the change with commands, then submit anything, e.g. <submit>done</submit>."
+        "files, make the change with commands, then submit anything, e.g. <submit>done</submit>. Change only what "
+        "the task asks: a file added, removed or changed elsewhere in /workspace fails it (keep scratch files in /tmp)."
     )
     has_privileged: ClassVar[bool] = True
 
     def __init__(self, *, max_turns: int | None = None, privileged: bool = False, render_mode: str | None = None):
         super().__init__(max_turns=max_turns, privileged=privileged, render_mode=render_mode)
         require_sandbox()
+        require_unreadable(panels.panel_dir(self.name))
         sweep_stale()
         self.limits = Limits()
         self._workspace: Workspace | None = None
         self._shell: Shell | None = None
         self._scores: dict[str, float] = {}
+        self._solution: tuple[str, dict[bytes, bytes]] = ("", {})
+        self._tree = Tree()
         self._metrics: dict[str, int] = {}
 
     def turn_limit(self, task: dict[str, Any], requested: int | None) -> int:
@@ -97,22 +105,32 @@ class ShellOpsEnv(TextEnv):
         self._end_episode()
         self._workspace = Workspace(self.limits.workspace_mb, self.limits.workspace_inodes)
         snapshot = task["snapshot"]
-        data = (panels.panel_dir(self.name) / snapshot["file"]).read_bytes()
-        count = unpack(data, self._workspace.path, self._workspace.uid, snapshot["sha256"])
+        count = unpack(self._panel_file(snapshot), self._workspace.path, self._workspace.uid, snapshot["sha256"])
+        self._load_solution(task["verifier"])
         self._shell = Shell(self._workspace, self.limits)
         self._cwd = "/workspace"
         self._metrics = {"commands": 0, "failing_commands": 0, "timeouts": 0, "invalid_actions": 0}
+        self._baseline_rng = np.random.default_rng(int(rng.integers(1 << 62)))
         observation = f"{task['instruction']}\n\nThe workspace /workspace holds {count} entries. {self.action_format}."
-        info = self._state_info(None)
+        info = self._state_info(None, read=True)
         if self.privileged:
-            info["privileged"] = {"expert_plan": list(task["reference"])}
+            info["privileged"]["expert_plan"] = list(task["reference"])
         return observation, info
+
+    def _panel_file(self, snapshot: dict[str, str]) -> bytes:
+        return (panels.panel_dir(self.name) / snapshot["file"]).read_bytes()
+
+    def _load_solution(self, verifier: dict[str, Any]) -> None:
+        """The reference solution's tree, read (and checked against its sha256) on the host only."""
+        solution = verifier.get("solution")
+        if solution is not None and solution["sha256"] != self._solution[0]:
+            self._solution = (solution["sha256"], read_files(self._panel_file(solution), solution["sha256"]))
 
     def _step(self, action: str) -> Transition:
         parsed = parse_action(action)
         if parsed is None:
             self._metrics["invalid_actions"] += 1
-            info = self._state_info(None)
+            info = self._state_info(None, read=True)
             info["action_valid"] = False
             return Transition(f"No action found: answer with {self.action_format}.", info=info)
         kind, body = parsed
@@ -123,13 +141,14 @@ class ShellOpsEnv(TextEnv):
         self._metrics["commands"] += 1
         self._metrics["failing_commands"] += result.exit_code != 0
         self._metrics["timeouts"] += result.timed_out
-        info = self._state_info(None)
+        info = self._state_info(None, read=True)
         info["action_valid"] = True
         info["parsed_action"] = structure(body)
         return Transition(render(result, self.limits), info=info)
 
     def _submit(self, answer: str) -> Transition:
         verifier = self._task["verifier"]
+        self._read_tree()
         if "checks" in verifier:
             score = self._check_score()
             success = score == 1.0
@@ -142,22 +161,31 @@ class ShellOpsEnv(TextEnv):
         return Transition(f"Submitted: {verdict}.", reward=float(success), terminated=True, info=info)
 
     def _check_score(self) -> float:
-        """The share of the task's checks that pass now, cached by the workspace's digest."""
-        key = tree_digest(self._workspace.path)
+        """The share of the task's checks that pass over the workspace as last read, cached by its digest."""
+        key = self._tree.digest
         if key not in self._scores:
-            passed = passed_checks(self._task["verifier"], self._workspace, self.limits)
+            passed = check_results(self._task["verifier"], self._solution[1], self._tree, self.limits)
             self._scores[key] = sum(passed) / len(passed)
         return self._scores[key]
 
-    def _state_info(self, score: float | None) -> dict[str, Any]:
-        digest = tree_digest(self._workspace.path)
+    def _read_tree(self) -> None:
+        """Read the workspace as it is now (the verdict of a submit is on this read, not an earlier one)."""
+        self._tree = read_tree(self._workspace.path, self.limits.workspace_mb << 20)
+
+    def _state_info(self, score: float | None, read: bool = False) -> dict[str, Any]:
+        if read:
+            self._read_tree()
         if score is None:
             score = self._check_score() if "checks" in self._task["verifier"] else 0.0
-        return {
-            "anchor": text_hash(f"{self._task['task_id']}\n{digest}\n{self._cwd}"),
+        info = {
+            "anchor": text_hash(f"{self._task['task_id']}\n{self._tree.digest}\n{self._cwd}"),
             "score": score,
             "metrics": dict(self._metrics),
         }
+        if self.privileged:
+            action = random_action(self._task["instruction"], self._tree, self._baseline_rng)
+            info["privileged"] = {"baseline_actions": {"random": action}}
+        return info
 
     def anchor_paths(self) -> tuple[list[str], list[str]]:
         """Two new files made in either order reach one workspace."""

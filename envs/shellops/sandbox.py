@@ -72,8 +72,17 @@ def _etc_files() -> Path:
     return folder
 
 
-def command_line(workspace: Workspace, limits: Limits, argv: list[str], writable: bool = True) -> list[str]:
-    """prlimit (as root) then setpriv to the leased uid then bwrap: the full launch line."""
+SYSTEM_BINDS = ("/usr", "/etc/alternatives", "/etc/ld.so.cache")
+"""The host paths every sandbox binds read-only (besides its own workspace and passwd/group files)."""
+
+
+def command_line(
+    workspace: Workspace, limits: Limits, argv: list[str], writable: bool = True, mount: str = "/workspace"
+) -> list[str]:
+    """prlimit (as root) then setpriv to the leased uid then bwrap: the full launch line.
+
+    The workspace is bound at ``mount`` and is the working folder, except for a verifier's copy (any
+    other ``mount``), whose checks start in the sandbox's private ``/tmp``."""
     etc = _etc_files()
     rlimits = [
         f"--cpu={limits.cpu_s}",
@@ -84,21 +93,48 @@ def command_line(workspace: Workspace, limits: Limits, argv: list[str], writable
         "--core=0",
     ]
     uid = str(workspace.uid)
+    home = "/workspace" if mount == "/workspace" else "/tmp"
+    system = [arg for path in SYSTEM_BINDS for arg in ("--ro-bind", path, path)]
     bwrap = [
         "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
         "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
-        "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+        *system, "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-        "--ro-bind", "/etc/alternatives", "/etc/alternatives", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache",
         "--ro-bind", str(etc / "passwd"), "/etc/passwd", "--ro-bind", str(etc / "group"), "/etc/group",
         "--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
-        "--bind" if writable else "--ro-bind", str(workspace.path), "/workspace", "--remount-ro", "/",
-        "--chdir", "/workspace",
-        "--clearenv", "--setenv", "PATH", PATH, "--setenv", "HOME", "/workspace", "--setenv", "LANG", "C.UTF-8",
+        "--bind" if writable else "--ro-bind", str(workspace.path), mount, "--remount-ro", "/",
+        "--chdir", home,
+        "--clearenv", "--setenv", "PATH", PATH, "--setenv", "HOME", home, "--setenv", "LANG", "C.UTF-8",
         "--setenv", "TZ", "UTC", "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--cap-drop", "ALL",
     ]  # fmt: skip
     setpriv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
     return ["prlimit", *rlimits, *setpriv, *bwrap, *argv]
+
+
+def exposing_bind(path: Path) -> str | None:
+    """The system bind under which ``path`` (links resolved) is readable in every sandbox, or None."""
+    real = os.path.realpath(path)
+    for source in SYSTEM_BINDS:
+        bound = os.path.realpath(source)
+        if real == bound or real.startswith(bound.rstrip("/") + "/"):
+            return source
+    return None
+
+
+class AnswersReadable(MissingDependency):
+    """The task panels (verifiers, reference solutions) lie under a path every sandbox can read."""
+
+
+def require_unreadable(folder: Path) -> None:
+    """Raise :class:`AnswersReadable` when ``folder`` lies under a path the sandbox binds."""
+    bind = exposing_bind(folder)
+    if bind is not None:
+        raise AnswersReadable(
+            f"shellops refuses to start: its panels ({folder}: verifiers and reference solutions) lie under "
+            f"{bind}, which every sandbox binds read-only, so an agent could read the answers. Install agentenvs "
+            "outside /usr, in a virtual environment (python3 -m venv /opt/agentenvs && /opt/agentenvs/bin/pip "
+            "install 'agentenvs[shellops]', or `make install` in a checkout), not system-wide"
+        )
 
 
 @functools.lru_cache(maxsize=1)
@@ -262,16 +298,21 @@ class Shell:
 
 def run_once(workspace: Workspace, command: str, limits: Limits = Limits(), writable: bool = False) -> Result:
     """``bash -c command`` in a fresh sandbox over ``workspace`` (read-only unless ``writable``)."""
-    require_sandbox()
     argv = ["bash", "--noprofile", "--norc", "-c", command.replace("\0", "")]
+    return _run_to_end(command_line(workspace, limits, argv, writable), limits)
+
+
+def run_over_copy(copy: Workspace, mount: str, argv: list[str], limits: Limits = Limits()) -> Result:
+    """``argv`` in a fresh sandbox that sees ``copy`` read-only at ``mount`` (not ``/workspace``), from ``/tmp``."""
+    if mount == "/workspace":
+        raise ValueError("a verifier's copy is mounted away from /workspace")
+    return _run_to_end(command_line(copy, limits, argv, writable=False, mount=mount), limits)
+
+
+def _run_to_end(line: list[str], limits: Limits) -> Result:
+    require_sandbox()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(
-            command_line(workspace, limits, argv, writable),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
+        process = subprocess.Popen(line, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         try:
             code: int | None = process.wait(timeout=limits.command_timeout_s)
         except subprocess.TimeoutExpired:

@@ -87,6 +87,22 @@ def unpack(data: bytes, dest: Path, uid: int, expected_sha256: str | None = None
     return len(members)
 
 
+def read_files(data: bytes, expected_sha256: str) -> dict[bytes, bytes]:
+    """The files of a checked snapshot by path (bytes), without writing anything: a solution for the host."""
+    members = check(data, expected_sha256)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return {os.fsencode(_check_path(m.name)): tar.extractfile(m).read() for m in members if m.isfile()}
+
+
+def write_files(files: dict[bytes, bytes], dest: Path, uid: int) -> None:
+    """Write ``files`` (relative paths, bytes) into the empty folder ``dest``, owned by ``uid``."""
+    for path in sorted(files):
+        target = dest / _check_path(os.fsdecode(path))
+        _make_parents(dest, target, uid)
+        _write(target, files[path], 0o644)
+        os.lchown(target, uid, uid)
+
+
 def _make_parents(dest: Path, target: Path, uid: int) -> None:
     """Create the folders above ``target`` without following any link on the way."""
     current = dest

@@ -11,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
-import hashlib
 import itertools
 import os
-import stat
 import tempfile
 import time
 from pathlib import Path
@@ -141,26 +139,3 @@ class Workspace:
         if not left:
             self.lease.release()
         return left
-
-
-def tree_digest(root: Path) -> str:
-    """A hash of what the agent sees of a tree: paths, kinds, modes, contents and link targets (no times)."""
-    digest = hashlib.sha256()
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in sorted(dirs + files):
-            path = os.path.join(folder, name)
-            info = os.lstat(path)
-            relative = os.path.relpath(path, root)
-            digest.update(f"{relative}\0{stat.S_IFMT(info.st_mode)}\0{stat.S_IMODE(info.st_mode):o}\0".encode())
-            if stat.S_ISLNK(info.st_mode):
-                digest.update(os.readlink(path).encode())
-            elif stat.S_ISREG(info.st_mode):
-                digest.update(_file_digest(path))
-    return digest.hexdigest()[:16]
-
-
-def _file_digest(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as handle:
-        return hashlib.sha256(handle.read()).digest()

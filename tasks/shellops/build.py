@@ -2,7 +2,8 @@
 
 Candidates of every kind (``mining.KINDS``) are drawn in a seeded order, round robin over the kinds,
 and each is kept only when ``verify.verify`` passes it in the sandbox (the reference solution passes,
-the untouched workspace fails; for questions, the reference command prints the answer). The same
+the untouched workspace fails; for questions, the reference command prints the answer). An edit's
+solution tree is packed as a snapshot of its own, read only by the host's verifier. The same
 inputs and seed give the same tasks, snapshots and checksummed manifest.
 """
 
@@ -15,46 +16,66 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs import panels
-from agentenvs.envs.shellops.sandbox import run_once
-from agentenvs.envs.shellops.snapshot import pack, sha256, unpack
-from agentenvs.envs.shellops.workspace import Workspace
+from agentenvs.envs.shellops.sandbox import Limits
+from agentenvs.envs.shellops.snapshot import pack, sha256
+from agentenvs.envs.shellops.verifier import run_code_checks
 from agentenvs.seeding import rng_for
 from agentenvs.tasks.shellops import mining, sources
 from agentenvs.tasks.shellops.verify import verify
 
 ENV = "shellops"
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 
 
-def _original_hash(row: dict[str, Any], original: bytes) -> str:
-    """The syntax-tree hash of the unmutated function, computed by the sandbox's own python3."""
-    workspace = Workspace(64, 8192)
-    try:
-        unpack(original, workspace.path, workspace.uid)
-        return run_once(workspace, row.pop("ast_probe")).stdout.decode().strip()
-    finally:
-        workspace.close()
+def import_name(path: str) -> tuple[str, str] | None:
+    """``(root, module)`` of a Python file: ``src/pkg/mod.py`` is ``("src", "pkg.mod")``, ``a/__init__.py`` ``a``."""
+    parts = path.removesuffix(".py").split("/")
+    root = "src" if parts[0] == "src" and len(parts) > 1 else ""
+    parts = parts[1:] if root else parts
+    parts = parts[:-1] if parts[-1] == "__init__" else parts
+    return (root, ".".join(parts)) if parts and all(p.isidentifier() for p in parts) else None
 
 
-def _finish(candidate: mining.Candidate, original: bytes, snapshots: dict[str, bytes]) -> tuple[dict, bytes]:
+def importable(solution: dict[str, bytes], changed: tuple[str, ...]) -> list[list[str]]:
+    """The changed modules that import over the solution's tree in a verifier sandbox (the imports check)."""
+    names = [name for name in map(import_name, changed) if name is not None]
+    files = {path.encode(): data for path, data in solution.items()}
+    probes = [{"kind": "imports", "modules": [list(name)]} for name in names]
+    passed = run_code_checks(probes, files, Limits()) if probes else []
+    return [list(name) for name, ok in zip(names, passed, strict=True) if ok]
+
+
+def verifier_of(candidate: mining.Candidate, snapshots: dict[str, bytes]) -> dict[str, Any]:
+    """An edit's verifier: its solution packed as a snapshot, its checks, and an imports check where one applies."""
+    solution = pack(candidate.solution)
+    digest = sha256(solution)
+    snapshots[digest] = solution
+    checks = list(candidate.checks)
+    modules = importable(candidate.solution, candidate.changed)
+    if modules:
+        checks.append({"name": "imports", "kind": "imports", "modules": modules})
+    return {
+        "solution": {"file": f"snapshots/{digest}.tar.gz", "sha256": digest},
+        "changed": list(candidate.changed),
+        "checks": checks,
+    }
+
+
+def finish(candidate: mining.Candidate, snapshots: dict[str, bytes]) -> dict:
+    """The panel row of a candidate; its snapshots (and an edit's solution) are added to ``snapshots``."""
     row = dict(candidate.row)
     snapshot = pack(candidate.files)
     digest = sha256(snapshot)
     snapshots[digest] = snapshot
     row["snapshot"] = {"file": f"snapshots/{digest}.tar.gz", "sha256": digest}
-    if "ast_probe" in row:
-        probe = row["ast_probe"]
-        expected = _original_hash(row, original)
-        row["verifier"] = {"checks": [
-            {"name": "function-restored", "command": f'[ "$({probe})" = {expected} ]'},
-            {"name": "parses", "command": mining.PARSE_ALL}]}  # fmt: skip
-    return row, snapshot
+    if candidate.solution is not None:
+        row["verifier"] = verifier_of(candidate, snapshots)
+    return row
 
 
 def build(files: dict[str, bytes], label: str, n: int, seed: int = 0) -> tuple[list[dict], dict[str, bytes], list]:
     """Up to ``n`` verified tasks from ``files``; their snapshots by sha256; the rejected ids and why."""
     trees = mining.python_trees(files)
-    original = pack(files)
     queues = []
     for kind, mine in mining.KINDS.items():
         found = mine(files, trees, label)
@@ -64,10 +85,11 @@ def build(files: dict[str, bytes], label: str, n: int, seed: int = 0) -> tuple[l
     while len(rows) < n and any(queues):
         for queue in queues:
             if queue and len(rows) < n:
-                row, snapshot = _finish(queue.pop(0), original, snapshots)
-                why = verify(row, snapshot)
+                row = finish(queue.pop(0), snapshots)
+                why = verify(row, snapshots)
                 (rejected.append((row["task_id"], why)) if why else rows.append({**row, "source": label}))
     used = {row["snapshot"]["sha256"] for row in rows}
+    used |= {row["verifier"]["solution"]["sha256"] for row in rows if "solution" in row["verifier"]}
     return rows, {k: v for k, v in snapshots.items() if k in used}, rejected
 
 

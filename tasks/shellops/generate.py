@@ -3,7 +3,8 @@
 ``train`` is mined from the sdists of ``TRAIN``, ``test`` from those of ``TEST`` (none shared), each
 pinned by version and sha256 and fetched by pip into the cache once (``sources.fetch_sdist``);
 ``demo`` holds the hand-written tasks (``handwritten.py``). Every task is verified in the sandbox
-before it is written, and the same pins give the same checksummed panels and snapshots.
+before it is written, and the same pins give the same checksummed panels and snapshots (the edits'
+solution trees among them, which only the host's verifier reads).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agentenvs.envs.shellops.snapshot import pack, sha256
 from agentenvs.tasks.shellops import build, handwritten, sources
 from agentenvs.tasks.shellops.verify import verify
 
@@ -38,14 +38,9 @@ def mined(pins: dict[str, str], snapshots: dict[str, bytes]) -> list[dict]:
 
 
 def demo(snapshots: dict[str, bytes]) -> list[dict]:
-    snapshot = pack({path: text.encode() for path, text in handwritten.PROJECT.items()})
-    digest = sha256(snapshot)
-    snapshots[digest] = snapshot
-    rows = [
-        {**task, "snapshot": {"file": f"snapshots/{digest}.tar.gz", "sha256": digest}} for task in handwritten.tasks()
-    ]
+    rows = [build.finish(candidate, snapshots) for candidate in handwritten.tasks()]
     for row in rows:
-        why = verify(row, snapshot)
+        why = verify(row, snapshots)
         if why is not None:
             raise SystemExit(f"{row['task_id']}: {why}")
     return rows

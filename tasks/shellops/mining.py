@@ -3,11 +3,14 @@
 - ``extract-where``: the file that defines a top-level function (defined once in the project);
 - ``extract-importers``: the files that import a module of the project;
 - ``edit-setting``: set a module-level integer constant to a new value;
-- ``edit-bug``: undo a known mutation (``+`` -> ``-``, ``==`` -> ``!=``) put into a function; the check
-  compares the function's syntax tree with the original's;
+- ``edit-bug``: undo a known mutation (``+`` -> ``-``, ``==`` -> ``!=``) put into a function;
 - ``chained-rename``: find a function and its uses, then rename it everywhere.
 
-Each candidate is a task row without its snapshot, plus the files it needs (mutated or not).
+Each candidate is a task row without its snapshot, plus the files it needs (mutated or not) and, for
+an edit, the whole tree the task asks for (``solution``, computed here from the syntax trees and text,
+independently of the reference commands) and the files it changes. The build turns these into the
+verifier (``envs/shellops/verifier.py``): every other file kept byte for byte, the changed ones equal to
+the solution's syntax tree, a rename's references counted, the changed modules still importable.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-PARSE_ALL = "python3 -c \"import ast, pathlib; [ast.parse(p.read_text()) for p in pathlib.Path('.').rglob('*.py')]\""
 MUTATIONS = ((" + ", " - "), (" == ", " != "))
 
 
@@ -26,6 +28,9 @@ MUTATIONS = ((" + ", " - "), (" == ", " != "))
 class Candidate:
     row: dict[str, Any]
     files: dict[str, bytes]
+    solution: dict[str, bytes] | None = None
+    changed: tuple[str, ...] = ()
+    checks: tuple[dict[str, str], ...] = ()
 
 
 def python_trees(files: dict[str, bytes]) -> dict[str, ast.Module]:
@@ -115,6 +120,13 @@ def importers(files: dict[str, bytes], trees: dict[str, ast.Module], label: str)
     return out
 
 
+def _edit(row: dict[str, Any], files: dict[str, bytes], solution: dict[str, bytes], check: str) -> Candidate:
+    """An edit task: the files as handed out, the solution's tree, and the files it changes."""
+    changed = tuple(sorted(path for path in solution if solution[path] != files.get(path)))
+    checks = ({"name": "files-kept", "kind": "files-kept"}, {"name": check, "kind": "same-syntax"})
+    return Candidate(row, files, solution, changed, checks)
+
+
 def settings(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> list[Candidate]:
     out = []
     for path, tree in sorted(trees.items()):
@@ -128,34 +140,30 @@ def settings(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) 
             if lines[node.lineno - 1] != f"{name} = {value.value}":
                 continue
             new = value.value * 2 + 1
-            checks = [
-                {"name": "value-set", "command": f"grep -qx '{name} = {new}' {shlex.quote(path)}"},
-                {"name": "parses", "command": PARSE_ALL},
-            ]
+            changed = list(lines)
+            changed[node.lineno - 1] = f"{name} = {new}"
             instruction = f"Set the constant `{name}` in `{path}` to {new}; change nothing else. Then submit done."
             reference = [f"<bash>sed -i 's/^{name} = {value.value}$/{name} = {new}/' {shlex.quote(path)}</bash>",
                          "<submit>done</submit>"]  # fmt: skip
-            row = task_row(f"{label}-set-{name.lower()}", "edit-setting", instruction, {"checks": checks}, reference)
-            out.append(Candidate(row, files))
+            row = task_row(f"{label}-set-{name.lower()}", "edit-setting", instruction, {}, reference)
+            out.append(_edit(row, files, {**files, path: "\n".join(changed).encode("utf-8")}, "value-set"))
     return out
 
 
 def renames(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> list[Candidate]:
-    text = "\n".join(data.decode("utf-8", "replace") for path, data in files.items() if path.endswith(".py"))
+    texts = {path: data.decode("utf-8", "replace") for path, data in files.items() if path.endswith(".py")}
+    text = "\n".join(texts.values())
     out = []
     for name, paths in sorted(_top_functions(trees).items()):
-        uses = len(re.findall(rf"\b{name}\b", text))
+        word = re.compile(rf"\b{name}\b")
+        uses = len(word.findall(text))
         if len(paths) != 1 or uses < 2 or re.search(rf"\b{name}_v2\b", text):
             continue
         new = f"{name}_v2"
-        checks = [
-            {"name": "old-name-gone", "command": f"! grep -rqw {name} --include='*.py' ."},
-            {"name": "new-name-defined", "command": f"grep -qE '^def {new}\\(' {shlex.quote(paths[0])}"},
-            {"name": "parses", "command": PARSE_ALL},
-        ]
+        solution = {**files, **{path: word.sub(new, t).encode("utf-8") for path, t in texts.items() if word.search(t)}}
         instruction = (
             f"Find the function `{name}` and every use of it in the Python files, and rename it to `{new}` "
-            "everywhere. Then submit done."
+            "everywhere; change nothing else. Then submit done."
         )
         sed = f"grep -rlw {name} --include='*.py' . | xargs sed -i 's/\\b{name}\\b/{new}/g'"
         reference = [
@@ -163,20 +171,11 @@ def renames(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -
             f"<bash>{sed}</bash>",
             "<submit>done</submit>",
         ]
-        row = task_row(f"{label}-rename-{name}", "chained-rename", instruction, {"checks": checks}, reference)
-        out.append(Candidate(row, files))
+        row = task_row(f"{label}-rename-{name}", "chained-rename", instruction, {}, reference)
+        candidate = _edit(row, files, solution, "renamed-code")
+        candidate.checks += ({"name": "references-kept", "kind": "renamed", "old": name, "new": new},)
+        out.append(candidate)
     return out
-
-
-def _ast_hash_command(path: str, function: str) -> str:
-    """A command printing the sha256 of ``function``'s syntax tree in ``path`` (run in the sandbox)."""
-    program = (
-        "import ast, hashlib; "
-        f"tree = ast.parse(open({path!r}).read()); "
-        f"node = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == {function!r}][0]; "
-        "print(hashlib.sha256(ast.dump(node).encode()).hexdigest())"
-    )
-    return f"python3 -c {shlex.quote(program)}"
 
 
 def bugs(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> list[Candidate]:
@@ -201,13 +200,14 @@ def bugs(files: dict[str, bytes], trees: dict[str, ast.Module], label: str) -> l
             )
             instruction = (
                 f"A bug was put into the function `{node.name}` in `{path}`: one operator was changed. "
-                "Find it and fix it (the check compares the function with the correct one). Then submit done."
+                "Find it and fix it, changing nothing else (the check compares the code with the correct one). "
+                "Then submit done."
             )
-            row = task_row(f"{label}-bug-{node.name}", "edit-bug", instruction, {"checks": []}, [
+            row = task_row(f"{label}-bug-{node.name}", "edit-bug", instruction, {}, [
                 f"<bash>grep -n {shlex.quote(after.strip())} {shlex.quote(path)}</bash>",
                 f"<bash>python3 -c {shlex.quote(fix)}</bash>", "<submit>done</submit>"])  # fmt: skip
-            row["ast_probe"] = _ast_hash_command(path, node.name)
-            out.append(Candidate(row, {**files, path: "\n".join(mutated).encode("utf-8")}))
+            handed_out = {**files, path: "\n".join(mutated).encode("utf-8")}
+            out.append(_edit(row, handed_out, dict(files), "function-restored"))
     return out
 
 

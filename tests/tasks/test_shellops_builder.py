@@ -9,7 +9,7 @@ import pytest
 
 import agentenvs
 from agentenvs.cli import main
-from agentenvs.envs.shellops.snapshot import pack
+from agentenvs.envs.shellops.snapshot import read_files
 from agentenvs.tasks.shellops import build, generate, mining, sources
 from agentenvs.tasks.shellops.verify import verify
 
@@ -41,17 +41,29 @@ def test_every_kind_is_mined_and_verified(tmp_path):
 
 def test_a_task_whose_reference_fails_or_that_is_already_solved_is_dropped(tmp_path):
     files = sources.from_folder(make_project(tmp_path / "proj"))
-    snapshot = pack(files)
     rows, snapshots, _ = build.build(files, "proj", 50)
     rename = next(row for row in rows if row["task_type"] == "chained-rename")
-    data = snapshots[rename["snapshot"]["sha256"]]
     broken = {**rename, "reference": ["<submit>done</submit>"]}
-    assert verify(broken, data) == "the reference solution fails the verifier"
+    assert verify(broken, snapshots) == "the reference solution fails the verifier"
     question = next(row for row in rows if row["task_type"] == "extract-where")
     lying = {**question, "reference": ["<bash>echo elsewhere.py</bash>", question["reference"][-1]]}
-    assert verify(lying, snapshots[question["snapshot"]["sha256"]]) == "the reference solution fails the verifier"
-    solved = {**rename, "verifier": {"checks": [{"name": "true", "command": "true"}]}}
-    assert verify(solved, snapshot) == "the untouched workspace already passes the verifier"
+    assert verify(lying, snapshots) == "the reference solution fails the verifier"
+    kept_only = [check for check in rename["verifier"]["checks"] if check["kind"] == "files-kept"]
+    solved = {**rename, "verifier": {**rename["verifier"], "checks": kept_only}}
+    assert verify(solved, snapshots) == "the untouched workspace already passes the verifier"
+
+
+def test_an_edit_verifier_holds_the_solution_tree_the_changed_files_and_the_imports(tmp_path):
+    files = sources.from_folder(make_project(tmp_path / "proj"))
+    rows, snapshots, _ = build.build(files, "proj", 50)
+    rename = next(row for row in rows if row["task_id"] == "proj-rename-compute_total")
+    verifier = rename["verifier"]
+    solution = read_files(snapshots[verifier["solution"]["sha256"]], verifier["solution"]["sha256"])
+    assert verifier["changed"] == ["pkg/__init__.py", "pkg/cli.py", "pkg/core.py"]
+    assert b"compute_total_v2(1, 2)" in solution[b"pkg/cli.py"] and solution[b"pkg/core.py"].count(b"_v2") == 1
+    assert [c["kind"] for c in verifier["checks"]] == ["files-kept", "same-syntax", "renamed", "imports"]
+    assert verifier["checks"][-1]["modules"] == [["", "pkg"], ["", "pkg.cli"], ["", "pkg.core"]]
+    assert rename["snapshot"]["sha256"] != verifier["solution"]["sha256"]
 
 
 def test_the_cli_builds_the_same_checksummed_panel_twice(tmp_path):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
+import pytest
 
 import agentenvs
 from agentenvs.envs.shellops.env import parse_action
@@ -45,11 +47,11 @@ def play(env, task_id: str, actions: list[str], split: str = "demo") -> list[tup
     return steps
 
 
-def test_the_expert_plan_solves_every_task_and_a_wrong_submit_fails():
+@pytest.mark.parametrize("split", ["test", "demo"])
+def test_the_expert_plan_solves_every_shipped_task_and_a_wrong_submit_fails(split):
     env = agentenvs.make("shellops", privileged=True)
     try:
-        for task in env.tasks("demo") + env.tasks("test")[:6]:
-            split = "demo" if task in env.tasks("demo") else "test"
+        for task in env.tasks(split):
             _, info = env.reset(seed=0, options={"task_id": task["task_id"], "split": split})
             last = play(env, task["task_id"], info["privileged"]["expert_plan"], split)[-1]
             assert last[1] == 1.0 and last[2] and last[4]["success"] and last[4]["score"] == 1.0, task["task_id"]
@@ -63,12 +65,28 @@ def test_score_counts_the_checks_that_pass_so_far():
     env = agentenvs.make("shellops")
     try:
         _, info = env.reset(seed=0, options={"task_id": "inventory-rename-format-report", "split": "demo"})
-        assert info["score"] == 1 / 3  # the untouched project imports; the old name is still there
+        assert info["score"] == 1 / 4  # every other file is kept; the renames are not made; imports wait for both
         rename = "<bash>sed -i 's/format_report/render_report/' inventory/{}.py</bash>"
         steps = play(env, "inventory-rename-format-report", [rename.format("__init__"), rename.format("report")])
-        assert [step[4]["score"] for step in steps] == [0.0, 1.0]  # half renamed, nothing imports; then all
+        assert [step[4]["score"] for step in steps] == [1 / 4, 1.0]  # half renamed; then all, and it imports
     finally:
         env.close()
+
+
+def test_the_random_baseline_is_a_seeded_menu_of_commands():
+    env = agentenvs.make("shellops", privileged=True)
+    try:
+        drawn = []
+        for _ in range(2):
+            _, info = env.reset(seed=3, options={"task_id": "inventory-where-total-value", "split": "demo"})
+            actions = [info["privileged"]["baseline_actions"]["random"]]
+            while not actions[-1].startswith("<submit>"):
+                actions.append(env.step(actions[-1])[4]["privileged"]["baseline_actions"]["random"])
+            drawn.append(actions)
+    finally:
+        env.close()
+    assert drawn[0] == drawn[1]
+    assert all(re.fullmatch(r"<bash>(ls -R|cat \S+|grep -rn \S+ \.)</bash>", a) for a in drawn[0][:-1]), drawn[0]
 
 
 def test_info_has_the_command_structure_and_the_metrics():
