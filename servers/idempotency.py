@@ -4,8 +4,9 @@ A client that loses the answer of a create (a reset connection, a keep-alive con
 sends it again. Without a key that opens a second session and leaves the first one an orphan until its
 lease runs out. With the same ``Idempotency-Key`` header (``protocol.IDEMPOTENCY_HEADER``) the retry gets
 the first attempt's answer: at once when it finished, after waiting for it while it runs. A key names one
-request of one token: the same key with another body is refused, and another token's key is a key of its own.
-A failed attempt leaves nothing behind, so its retry tries again.
+request of one token: the same key with another body, or from another token, is another request (it opens its
+own session). A failed attempt leaves nothing behind, so its retry tries again, and so does a create whose
+key's session has closed since (a retry must not be handed a dead session).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentenvs import protocol
-from agentenvs.errors import InvalidArgument
 from agentenvs.protocol import CreateSession, MalformedRequest, SessionBusy
 
 KEY_TTL_S = 600.0
@@ -36,8 +36,8 @@ class _Attempt:
 
 
 def check_key(key: str | None) -> str | None:
-    """The key, or None without one; a malformed key is refused (400) rather than ignored."""
-    if key is None or key == "":
+    """The key, or None without the header; a malformed key (an empty one too) is refused (400), not ignored."""
+    if key is None:
         return None
     if not protocol.IDEMPOTENCY_KEY.match(key):
         raise MalformedRequest(
@@ -50,7 +50,9 @@ def check_key(key: str | None) -> str | None:
 class CreateKeys:
     """The answers of keyed creates by (token digest, key), for ``KEY_TTL_S`` and at most ``MAX_KEYS`` of them."""
 
-    def __init__(self, ttl_s: float = KEY_TTL_S, limit: int = MAX_KEYS) -> None:
+    def __init__(self, is_open: Callable[[str], bool], ttl_s: float = KEY_TTL_S, limit: int = MAX_KEYS) -> None:
+        self.is_open = is_open
+        """Whether a session id is still open (a key whose session closed opens a new one)."""
         self.ttl_s, self.limit = ttl_s, limit
         self._attempts: OrderedDict[tuple[bytes | None, str], _Attempt] = OrderedDict()
         self._lock = threading.Lock()
@@ -79,18 +81,19 @@ class CreateKeys:
                 return attempt.answer
 
     def _claim(self, slot: tuple[bytes | None, str], request: CreateSession) -> tuple[_Attempt, bool]:
-        """The attempt holding ``slot`` and whether it is this caller's (a new one) or an earlier one's."""
+        """The attempt holding ``slot`` and whether it is this caller's (a new one) or an earlier one's to wait for."""
         with self._lock:
             self._forget_old()
             attempt = self._attempts.get(slot)
-            if attempt is None:
-                attempt = self._attempts[slot] = _Attempt(request)
-                return attempt, True
-        if attempt.request != request:
-            raise InvalidArgument(
-                f"this {protocol.IDEMPOTENCY_HEADER} was sent with another request body; make up a new key per session"
-            )
-        return attempt, False
+            if attempt is not None and attempt.request == request and not self._stale(attempt):
+                return attempt, False
+            self._attempts.pop(slot, None)
+            attempt = self._attempts[slot] = _Attempt(request)
+            return attempt, True
+
+    def _stale(self, attempt: _Attempt) -> bool:
+        """Whether ``attempt`` finished with a session that is closed now."""
+        return attempt.answer is not None and not self.is_open(attempt.answer["session_id"])
 
     def _run(
         self, owner: bytes | None, key: str, attempt: _Attempt, open_session: Callable[[], dict[str, Any]]

@@ -91,7 +91,7 @@ class SessionManager:
         self._pool = WorkerPool(
             config.workers, entry_points, config.worker_threads, self.metrics, self._lose_worker, inline, config.probing
         )
-        self._keys = CreateKeys()
+        self._keys = CreateKeys(lambda session_id: session_id in self._table.sessions)
         self._closer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="closer")
         """Frees the environments of closed sessions when their overdue calls return (never on a worker's reader)."""
         self._stopping = threading.Event()
@@ -199,8 +199,9 @@ class SessionManager:
         try:
             outcome = future.result(timeout)
         except FutureTimeout:
-            self._pool.count_overdue(session.worker, future)
-            raise self._timed_out(session, op, timeout, future) from None
+            error = self._timed_out(session, op, timeout, future)
+            self._pool.count_overdue(session.worker, future)  # after the tombstone: it may replace the worker
+            raise error from None
         except WorkerLost as exc:
             self._close(session, f"session {session.id} is closed: {exc}", "worker_lost", reported=True)
             raise WorkerLost(str(exc)) from None
@@ -420,12 +421,13 @@ class SessionManager:
             try:
                 answers = future.result(max(0.0, started + timeout - time.monotonic())).payload
             except FutureTimeout:
-                self._pool.count_overdue(group[0][1].worker, future)  # one call, one thread, for the whole group
                 answers = [None] * len(group)
             except WorkerLost as exc:
                 answers = [lost(str(exc))] * len(group)
             for (index, session, item), answer in zip(group, answers, strict=False):
                 results[index] = self._batch_answer(session, item, answer, timeout, future)
+            if answers[0] is None:  # one call, so one thread held, for the whole group
+                self._pool.count_overdue(group[0][1].worker, future)
 
     def _batch_answer(
         self, session: Session, item: BatchItem | BatchReset, answer: Outcome | None, timeout: float, future: Future
@@ -468,8 +470,8 @@ class SessionManager:
         """The ``/metrics`` text: the counters and histograms, with the session and worker gauges of now."""
         workers = [w for w in self._pool.stats() if w["alive"]]
 
-        def total(field: str) -> dict[tuple, float]:
-            return {(): float(sum(w[field] for w in workers))}
+        def total(stat: str) -> dict[tuple, float]:
+            return {(): float(sum(w[stat] for w in workers))}
 
         gauges = {
             "agentenvs_sessions_active": {(("env", e),): float(n) for e, n in self._table.by_env().items()},

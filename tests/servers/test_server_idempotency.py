@@ -49,15 +49,21 @@ def test_a_retry_while_the_first_attempt_runs_waits_for_its_session(api: Api, se
     api.call("DELETE", f"/v1/sessions/{retry['session_id']}")
 
 
-def test_a_key_is_bound_to_its_body_and_must_be_well_formed(api: Api) -> None:
-    session = _create(api, "bound-key-0001")["session_id"]
-    reused = api.call("POST", "/v1/sessions", {"env": "bandit"}, headers={KEY: "bound-key-0001"})
-    assert reused.status_code == 422 and error_of(reused)["code"] == "invalid_argument"
-    assert "another request body" in error_of(reused)["message"]
-    for bad in ("short", "spaces are not allowed", "x" * 129, "caf\u00e9-key-0001".encode().decode("latin-1")):
+def test_a_key_names_one_body_and_one_open_session(api: Api) -> None:
+    first = _create(api, "bound-key-0001")["session_id"]
+    other_body = _create(api, "bound-key-0001", {"env": "counter", "kwargs": {"max_turns": 3}})["session_id"]
+    assert other_body != first, "the same key with another body is another request"
+    api.call("DELETE", f"/v1/sessions/{first}")
+    reopened = _create(api, "bound-key-0001")["session_id"]
+    assert reopened not in (first, other_body), "a key whose session closed opens a new one, not a dead one"
+    for session in (other_body, reopened):
+        api.call("DELETE", f"/v1/sessions/{session}")
+
+
+def test_a_malformed_key_is_refused(api: Api) -> None:
+    for bad in ("", "short", "spaces are not allowed", "x" * 129, "caf\u00e9-key-0001".encode().decode("latin-1")):
         answer = api.call("POST", "/v1/sessions", {"env": "counter"}, headers={KEY: bad})
         assert answer.status_code == 400 and error_of(answer)["code"] == "malformed_request", bad
-    api.call("DELETE", f"/v1/sessions/{session}")
 
 
 def test_a_failed_attempt_leaves_its_key_free_for_the_retry(api: Api) -> None:
