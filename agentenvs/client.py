@@ -4,13 +4,16 @@ Every call is safe to retry, so transport failures (a reset connection, a keep-a
 closed while the client was thinking) are retried instead of surfacing: a step carries ``turn`` and the
 server answers a repeated turn from its stored answer without stepping twice; a reset always carries a
 seed (drawn here from the env's own generator when the caller gives none), so repeating it lands in the
-same state. Error answers become the matching ``agentenvs.errors`` / ``agentenvs.protocol`` exceptions.
+same state; opening a session carries an idempotency key made up here, so a repeated create answers the
+session the first attempt opened instead of opening a second one. Error answers become the matching
+``agentenvs.errors`` / ``agentenvs.protocol`` exceptions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -76,14 +79,24 @@ class Client:
     def __repr__(self) -> str:
         return f"Client({self.url!r})"
 
-    def request(self, method: str, path: str, body: Any = None, *, retry: bool = True, busy_wait_s: float = 0.0) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        retry: bool = True,
+        busy_wait_s: float = 0.0,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         """The decoded JSON answer of one call (None for 204); an error answer raises its exception.
 
         ``retry`` repeats the call after a transport failure; ``busy_wait_s`` also waits out ``session_busy``
         answers for that long (a retried step whose first attempt is still running on the server).
         """
         data = None if body is None else protocol.dumps(body)
-        headers = {"Content-Type": "application/json"} if data is not None else None
+        if data is not None:
+            headers = {"Content-Type": "application/json"} | (headers or {})
         attempts = itertools.count()
         deadline = time.monotonic() + busy_wait_s
         while True:
@@ -112,10 +125,18 @@ class Client:
                 continue
             raise error
 
-    def call(self, name: str, session_id: str | None = None, body: Any = None, *, busy_wait_s: float = 0.0) -> Any:
+    def call(
+        self,
+        name: str,
+        session_id: str | None = None,
+        body: Any = None,
+        *,
+        busy_wait_s: float = 0.0,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         """:meth:`request` on the route ``name`` of ``protocol.ROUTES`` (the table the server is built from)."""
         route = protocol.ROUTE[name]
-        return self.request(route.method, route.url(session_id), body, busy_wait_s=busy_wait_s)
+        return self.request(route.method, route.url(session_id), body, busy_wait_s=busy_wait_s, headers=headers)
 
     def envs(self) -> dict[str, Any]:
         """The served environments' descriptions, by name."""
@@ -173,7 +194,8 @@ class RemoteEnv(gym.Env[str, str]):
         self.kwargs = kwargs
         self.privileged = privileged
         request = protocol.CreateSession(env=name, kwargs=kwargs, privileged=privileged)
-        answer = client.call("create_session", body=request.to_json())
+        key = {protocol.IDEMPOTENCY_HEADER: secrets.token_hex(16)}  # a retried create answers this same session
+        answer = client.call("create_session", body=request.to_json(), headers=key)
         self.session_id: str = answer["session_id"]
         self.lease_ttl_s: float = answer["lease_ttl_s"]
         self.step_timeout_s: float = answer["step_timeout_s"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentenvs import errors
-from agentenvs.errors import AgentEnvsError, InvalidActionType, InvalidArgument
+from agentenvs.errors import AgentEnvsError, EnvFailed, InvalidActionType, InvalidArgument
 from agentenvs.seeding import check_seed
 
 PROTOCOL_VERSION = "1"
@@ -21,6 +21,9 @@ SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
 ENV_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_BATCH = 1024
 """The most items one ``POST /v1/batch/step`` may carry."""
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+"""The header of ``POST /v1/sessions`` that makes a retried create answer the session the first attempt opened."""
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_.:-]{8,128}$")
 MAX_DEPTH = 64
 """How deeply the free-form values (``kwargs``, ``options``, ``state``) may nest. Deeper ones are refused with
 400 before they reach an environment, where pickling them to a worker or encoding an answer would overflow
@@ -114,6 +117,13 @@ class StepTimeout(AgentEnvsError, TimeoutError):
     http_status = 504
 
 
+class WorkerLost(EnvFailed):
+    """The worker process holding the session died or was replaced (it stopped answering); the session is closed."""
+
+    code = "worker_lost"
+    http_status = 500
+
+
 class ServerUnreachable(AgentEnvsError, ConnectionError):
     """Client side: the server could not be reached (after retries where the call allowed them)."""
 
@@ -133,6 +143,7 @@ PROTOCOL_ERRORS: tuple[type[AgentEnvsError], ...] = (
     AtCapacity,
     ShuttingDown,
     StepTimeout,
+    WorkerLost,
     ServerUnreachable,
 )
 
@@ -155,7 +166,7 @@ def error_from_answer(status: int, body: Any, retry_after: str | None = None) ->
         code = str(body["error"].get("code", "error"))
         message = str(body["error"].get("message", ""))
     else:
-        by_status = {cls.http_status: cls for cls in PROTOCOL_ERRORS if cls is not ServerUnreachable}
+        by_status = {cls.http_status: cls for cls in PROTOCOL_ERRORS if cls not in (ServerUnreachable, WorkerLost)}
         code = by_status[status].code if status in by_status else "error"
         message = f"HTTP {status}: {str(body)[:200]}"
     cls = error_class(code)
@@ -456,6 +467,8 @@ class Route:
     content: str = "application/json"
     any_id: bool = False
     """A session route that takes any string as the id (DELETE: closing what is not open is not an error)."""
+    idempotency_key: bool = False
+    """It takes an ``Idempotency-Key`` header (``IDEMPOTENCY_HEADER``): a retry gets the first attempt's answer."""
 
     @property
     def flask_rule(self) -> str:
@@ -472,12 +485,15 @@ _SESSION_LINKS = tuple(
 )
 ROUTES: tuple[Route, ...] = (
     Route("healthz", "GET", "/healthz", "liveness (no token needed)", answer="Health", errors=(503,), auth=False),
+    Route("readyz", "GET", "/readyz", "readiness: whether a session can be opened now (no token needed)",
+          answer="Ready", errors=(503,), auth=False),
     Route("metrics", "GET", "/metrics", "Prometheus text", answer="Metrics", errors=(401,), content="text/plain"),
     Route("openapi", "GET", "/v1/openapi.json", "this document", answer="Document", errors=(401,)),
     Route("envs", "GET", "/v1/envs", "served environments: names, versions, splits, capabilities", answer="Envs",
           errors=(401,)),
     Route("create_session", "POST", "/v1/sessions", "open a session", ok=201, request="CreateSession",
-          answer="Session", errors=(400, 401, 413, 422, 429, 500, 503, 504), links=_SESSION_LINKS),
+          answer="Session", errors=(400, 401, 413, 422, 429, 500, 503, 504), links=_SESSION_LINKS,
+          idempotency_key=True),
     Route("session_info", "GET", "/v1/sessions/{session_id}", "the session's turn, done flag and worker",
           answer="SessionInfo", errors=(401, 404, 409)),
     Route("close", "DELETE", "/v1/sessions/{session_id}", "close (idempotent: any id answers 204)", ok=204,

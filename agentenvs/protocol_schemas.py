@@ -44,12 +44,22 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         ["error"], {"error": _object(["code", "message"], {"code": {"type": "string"}, "message": {"type": "string"}})}
     ),
     "Health": _object(
-        ["status", "protocol", "sessions", "workers_alive"],
+        ["status", "protocol", "sessions", "workers_alive", "workers_suspect", "calls_overdue"],
         {
             "status": {"type": "string", "enum": ["ok", "degraded", "draining"]},
             "protocol": {"type": "string"},
             "sessions": NATURAL,
             "workers_alive": NATURAL,
+            "workers_suspect": {**NATURAL, "description": "workers being replaced (docs/server.md, suspect workers)"},
+            "calls_overdue": {**NATURAL, "description": "calls past their time limit that still hold a worker thread"},
+        },
+    ),
+    "Ready": _object(
+        ["ready", "status", "workers_ready"],
+        {
+            "ready": {"type": "boolean"},
+            "status": {"type": "string", "enum": ["ok", "degraded", "draining"]},
+            "workers_ready": {**NATURAL, "description": "workers that take new sessions now"},
         },
     ),
     "Metrics": {"type": "string", "description": "Prometheus text format 0.0.4"},

@@ -68,6 +68,10 @@ def _handlers(manager: SessionManager, auth: Authenticator, in_flight: Any) -> d
         answer = manager.health()
         return json_response(answer, 200 if answer["status"] == "ok" else 503)
 
+    def readyz() -> Response:
+        answer = manager.readiness()
+        return json_response(answer, 200 if answer["ready"] else 503)
+
     def metrics() -> Response:
         auth(request.headers)
         return Response(manager.render_metrics(in_flight), mimetype="text/plain; version=0.0.4")
@@ -96,11 +100,13 @@ def _handlers(manager: SessionManager, auth: Authenticator, in_flight: Any) -> d
 
     def create_session() -> Response:
         owner = auth(request.headers)
-        return json_response(manager.create(protocol.CreateSession.parse(_body()), owner), 201)
+        key = request.headers.get(protocol.IDEMPOTENCY_HEADER)
+        return json_response(manager.create(protocol.CreateSession.parse(_body()), owner, key), 201)
 
     return {
         "resolve_predictions": lambda: json_response(resolve_predictions(_body(), auth, request.headers)),
         "healthz": healthz,
+        "readyz": readyz,
         "metrics": metrics,
         "openapi": listing(lambda: document),
         "envs": listing(lambda: {"protocol": protocol.PROTOCOL_VERSION, "envs": manager.descriptions}),

@@ -80,6 +80,19 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         help="time limit of creating a session, reset and set_state (engines such as a JVM start slowly)",
     )
     parser.add_argument(
+        "--probe-interval",
+        type=_positive(float),
+        default=1.0,
+        help="seconds between heartbeats to each worker; one unanswered for an interval keeps new sessions away "
+        "from that worker (default 1)",
+    )
+    parser.add_argument(
+        "--probe-timeout",
+        type=_positive(float),
+        default=10.0,
+        help="a worker that answers no heartbeat for this long is killed and replaced (default 10)",
+    )
+    parser.add_argument(
         "--token",
         action="append",
         default=None,
@@ -103,6 +116,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import agentenvs
+    from agentenvs.servers.pool import Probing
     from agentenvs.servers.serve import HTTPConfig, serve
     from agentenvs.servers.sessions import ServerConfig
 
@@ -127,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             retry_after_s=args.retry_after,
             tokens=tokens,
             isolate=args.isolate,
+            probing=Probing(args.probe_interval, args.probe_timeout),
         )
         http = HTTPConfig(
             host=args.host,

@@ -22,8 +22,8 @@ ERROR_MEANING = {
     413: "request or action too large",
     422: "bad arguments (unknown env, split, task, option, seed, keyword, action type)",
     429: "at the session cap; see Retry-After",
-    500: "the environment failed; the session is closed",
-    503: "shutting down, or no worker alive",
+    500: "the environment failed, or its worker was lost (worker_lost); the session is closed",
+    503: "shutting down, or no worker can take a session",
     504: "the call ran past the step time limit; the session is closed",
 }
 SESSION_PARAM = {
@@ -35,6 +35,16 @@ SESSION_PARAM = {
 }
 
 ANY_ID_PARAM = {**SESSION_PARAM, "schema": {"type": "string"}}
+IDEMPOTENCY_PARAM = {
+    "name": protocol.IDEMPOTENCY_HEADER,
+    "in": "header",
+    "required": False,
+    "description": "a key the client makes up per session (8 to 128 of A-Z a-z 0-9 _ . : -): a retried create with "
+    "the same key and body answers the session the first attempt opened",
+    "schema": {"type": "string", "pattern": protocol.IDEMPOTENCY_KEY.pattern},
+}
+PROBES = ("healthz", "readyz")
+"""Routes whose 503 answers their own body (the server's state), not an error."""
 
 
 def _content(media: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +67,7 @@ def _responses(route: Route) -> dict[str, Any]:
         success["links"] = {link.target: _link(route, link) for link in route.links}
     answers = {str(route.ok): success}
     for status in route.errors:
-        schema = ref("Health") if route.name == "healthz" else ref("Error")
+        schema = ref(route.answer) if route.name in PROBES and route.answer else ref("Error")
         answers[str(status)] = {"description": ERROR_MEANING[status], **_content("application/json", schema)}
     return answers
 
@@ -66,6 +76,8 @@ def _operation(route: Route, token_required: bool) -> dict[str, Any]:
     operation: dict[str, Any] = {"operationId": route.name, "summary": route.summary, "responses": _responses(route)}
     if "{session_id}" in route.path:
         operation["parameters"] = [ANY_ID_PARAM if route.any_id else SESSION_PARAM]
+    if route.idempotency_key:
+        operation["parameters"] = [IDEMPOTENCY_PARAM]
     if route.request is not None:
         operation["requestBody"] = {"required": route.body_required, **_content("application/json", ref(route.request))}
     if token_required and not route.auth:

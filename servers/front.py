@@ -32,35 +32,49 @@ from agentenvs.servers.sessions import SessionManager
 JSON = (b"content-type", b"application/json")
 
 
-def _step(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+IDEMPOTENCY_HEADER = protocol.IDEMPOTENCY_HEADER.lower().encode()
+
+
+def _step(
+    manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None, key: str | None
+) -> bytes:
     return manager.step(session_id, protocol.StepRequest.parse(body), owner)
 
 
-def _reset(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+def _reset(
+    manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None, key: str | None
+) -> bytes:
     return manager.reset(session_id, protocol.ResetRequest.parse(body), owner)
 
 
-def _batch_step(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+def _batch_step(
+    manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None, key: str | None
+) -> bytes:
     return b'{"results":[' + b",".join(manager.batch_step(protocol.parse_batch(body), owner)) + b"]}"
 
 
-def _create(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
-    return protocol.dumps(manager.create(protocol.CreateSession.parse(body), owner))
+def _create(
+    manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None, key: str | None
+) -> bytes:
+    return protocol.dumps(manager.create(protocol.CreateSession.parse(body), owner, key))
 
 
-def _close(manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None) -> bytes:
+def _close(
+    manager: SessionManager, session_id: str, body: dict[str, Any], owner: bytes | None, key: str | None
+) -> bytes:
     manager.close(session_id, owner)
     return b""
 
 
-NATIVE: dict[str, Callable[[SessionManager, str, dict[str, Any], bytes | None], bytes]] = {
+NATIVE: dict[str, Callable[[SessionManager, str, dict[str, Any], bytes | None, str | None], bytes]] = {
     "create_session": _create,
     "close": _close,
     "step": _step,
     "reset": _reset,
     "batch_step": _batch_step,
 }
-"""The routes answered here, by name in ``protocol.ROUTES``; each answers exactly as its flask handler."""
+"""The routes answered here, by name in ``protocol.ROUTES``; each answers exactly as its flask handler. Each takes
+the request's ``Idempotency-Key`` header too (only opening a session uses it)."""
 EMPTY_OK = {"reset"}
 """Routes whose body may be empty (a reset with no seed and no options)."""
 
@@ -113,8 +127,8 @@ class Front:
         finally:
             self.count -= 1
 
-    def _native_request(self, scope: dict[str, Any]) -> tuple[_Native, str, bytes] | None:
-        """(route, session id, Authorization header) when this request is answered here."""
+    def _native_request(self, scope: dict[str, Any]) -> tuple[_Native, str, bytes, str | None] | None:
+        """(route, session id, Authorization header, Idempotency-Key header) when this request is answered here."""
         method, path = scope["method"], scope["path"]
         for native in self.native:
             session_id = native.session_id(path) if native.route.method == method else None
@@ -122,7 +136,7 @@ class Front:
                 break
         else:
             return None
-        length, authorization, chunked = b"0", b"", False  # no Content-Length and not chunked: an empty body
+        length, authorization, chunked, key = b"0", b"", False, None  # no Content-Length, not chunked: an empty body
         for name, value in scope["headers"]:
             if name == b"content-length":
                 length = value
@@ -130,21 +144,25 @@ class Front:
                 authorization = value
             elif name == b"transfer-encoding":
                 chunked = True
+            elif name == IDEMPOTENCY_HEADER:
+                key = value.decode("latin-1")
         plain_body = length.isdigit() and int(length) <= self.max_request_bytes and not chunked
-        return (native, session_id, authorization) if plain_body else None
+        return (native, session_id, authorization, key) if plain_body else None
 
-    async def _serve(self, native: _Native, session_id: str, authorization: bytes, receive: Any, send: Any) -> None:
+    async def _serve(
+        self, native: _Native, session_id: str, authorization: bytes, key: str | None, receive: Any, send: Any
+    ) -> None:
         started = time.perf_counter()
         raw = await read_body(receive)
         if raw is None:
             return  # the client went away before its body arrived
         request = self._parse(native, raw)
         if self._inline(native, session_id, request):
-            status, headers, body = self.answer(native, session_id, authorization, request)
+            status, headers, body = self.answer(native, session_id, authorization, request, key)
         else:
             loop = asyncio.get_running_loop()
             status, headers, body = await loop.run_in_executor(
-                self.executor, self.answer, native, session_id, authorization, request
+                self.executor, self.answer, native, session_id, authorization, request, key
             )
         head = [JSON, (b"content-length", str(len(body)).encode())] if status != 204 else []  # 204: no body
         head += [(name.lower().encode(), value.encode()) for name, value in headers.items()]
@@ -176,7 +194,12 @@ class Front:
         return all(isinstance(i, str) and self.manager.runs_inline(i) for i in ids)
 
     def answer(
-        self, native: _Native, session_id: str, authorization: bytes, request: dict[str, Any] | AgentEnvsError
+        self,
+        native: _Native,
+        session_id: str,
+        authorization: bytes,
+        request: dict[str, Any] | AgentEnvsError,
+        key: str | None = None,
     ) -> Answer:
         """The answer to one native request: its JSON, or the protocol's error for what went wrong."""
         metrics = self.manager.metrics
@@ -184,7 +207,7 @@ class Front:
             owner = self.auth({"Authorization": authorization.decode("latin-1")})
             if isinstance(request, AgentEnvsError):
                 raise request
-            return native.route.ok, {}, native.answer(self.manager, session_id, request, owner)
+            return native.route.ok, {}, native.answer(self.manager, session_id, request, owner, key)
         except AgentEnvsError as exc:
             return error_answer(exc, metrics, self.manager.config.retry_after_s)
         except Exception as exc:

@@ -18,9 +18,20 @@ HELP = {
     "agentenvs_sessions_opened_total": ("counter", "sessions opened, by environment"),
     "agentenvs_sessions_closed_total": ("counter", "sessions closed, by reason"),
     "agentenvs_worker_restarts_total": ("counter", "worker processes that died and were replaced"),
-    "agentenvs_workers_killed_total": ("counter", "wedged worker processes killed after a missed ping"),
+    "agentenvs_workers_killed_total": (
+        "counter",
+        "suspect worker processes killed and replaced, by reason (heartbeat: silent; stuck: every thread overdue)",
+    ),
     "agentenvs_sessions_active": ("gauge", "open sessions, by environment"),
     "agentenvs_workers_alive": ("gauge", "worker processes alive"),
+    "agentenvs_workers_suspect": ("gauge", "worker processes alive but suspect (being replaced)"),
+    "agentenvs_workers_ready": ("gauge", "worker processes that take new sessions now"),
+    "agentenvs_worker_sessions": (
+        "gauge",
+        "session slots held on workers: open sessions, and closed ones whose overdue call still holds the environment",
+    ),
+    "agentenvs_calls_in_flight": ("gauge", "calls sent to workers and not answered yet (each holds a worker thread)"),
+    "agentenvs_calls_overdue": ("gauge", "calls past their time limit that have not returned (each holds a thread)"),
     "agentenvs_requests_in_flight": ("gauge", "HTTP requests being served now"),
 }
 

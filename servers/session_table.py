@@ -38,6 +38,12 @@ class Session:
     last_step: tuple[int, bytes] | None = None
     """``(turn the client sent, answer)`` of the last step, given back to a retry of it."""
     busy: bool = False
+    """A request holds the session (one at a time)."""
+    overdue: bool = False
+    """A call past its time limit holds the session until it returns (the request that sent it has answered)."""
+    closed: bool = False
+    """The session is out of the table; its environment is freed once nothing holds it."""
+    freed: bool = False
 
 
 @dataclass
@@ -85,10 +91,33 @@ class SessionTable:
             session.last_used = time.monotonic()
             return session
 
-    def release(self, session: Session) -> None:
+    def release(self, session: Session) -> bool:
+        """The request holding ``session`` lets go; True when the caller must free its environment (it was closed
+        while held)."""
         with self.lock:
             session.busy = False
             session.last_used = time.monotonic()
+            return self._to_free(session)
+
+    def closing(self, session: Session) -> bool:
+        """``session`` is closed; True when the caller must free its environment now (nothing holds it)."""
+        with self.lock:
+            session.closed = True
+            return not session.busy and self._to_free(session)
+
+    @staticmethod
+    def _to_free(session: Session) -> bool:
+        """Whether ``session`` is closed and not yet freed, taking the freeing on (call with the lock held)."""
+        if session.closed and not session.freed:
+            session.freed = True
+            return True
+        return False
+
+    def add(self, session: Session) -> None:
+        """Open ``session``, created by the request that holds it."""
+        with self.lock:
+            session.busy = False
+            self.sessions[session.id] = session
 
     def owned(self, session_id: str, owner: bytes | None) -> Session | None:
         """The open session ``session_id`` if ``owner`` may use it, else None (no tombstone, no busy check)."""

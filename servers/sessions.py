@@ -2,24 +2,28 @@
 
 It owns every rule of docs/protocol.md that is not HTTP: the session cap, the idle lease reaper, the step time
 limit, idempotent step retries by ``turn``, one request at a time per session, the token that opened a
-session, and what happens to the sessions of a worker that dies (they fail with ``env_failed`` once,
-then are unknown; the worker is replaced). The bookkeeping of open and closed sessions is
-``servers/session_table.py``; starting, replacing and probing the workers is ``servers/pool.py``.
+session, and what happens to the sessions of a worker that dies or is replaced (they fail with ``worker_lost``
+once, then are unknown). A call past its time limit closes its session at once, but the session's environment
+is freed, and its slot on the worker given back, only when the call returns (or the worker is replaced):
+closing never waits on a hung call, and a worker full of hung calls does not look empty. The bookkeeping of
+open and closed sessions is ``servers/session_table.py``; starting, watching and replacing the workers is
+``servers/pool.py``; idempotency keys of creates are ``servers/idempotency.py``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentenvs import protocol
-from agentenvs.errors import AgentEnvsError, EnvFailed, InvalidArgument, UnknownEnv
+from agentenvs.errors import AgentEnvsError, InvalidArgument, UnknownEnv
 from agentenvs.protocol import (
     AtCapacity,
     BatchItem,
@@ -30,12 +34,15 @@ from agentenvs.protocol import (
     StepRequest,
     StepTimeout,
     TurnMismatch,
+    WorkerLost,
 )
+from agentenvs.servers.idempotency import CreateKeys, check_key
+from agentenvs.servers.inline import InlineHost
 from agentenvs.servers.messages import Failure, Outcome, Result
 from agentenvs.servers.metrics import Metrics
-from agentenvs.servers.pool import WorkerPool
+from agentenvs.servers.pool import Probing, WorkerPool
 from agentenvs.servers.session_table import Session, SessionTable
-from agentenvs.servers.worker import WorkerHandle, failed
+from agentenvs.servers.worker import WorkerHandle, lost
 
 UNSAFE_KWARG = re.compile(r"path|dir|file|root|cmd|command|exec|shell|url|host|port|socket", re.IGNORECASE)
 """Constructor keywords a request may not set: whatever names a file, a command or a network address is
@@ -59,6 +66,8 @@ class ServerConfig:
     tokens: tuple[str, ...] = ()
     isolate: bool = False
     """Hold every environment in worker processes, also those that declare themselves inline (``EnvSpec.inline``)."""
+    probing: Probing = field(default_factory=Probing)
+    """How often workers get a heartbeat and how long one may stay silent (``servers/pool.py``)."""
 
 
 class SessionManager:
@@ -69,6 +78,8 @@ class SessionManager:
             raise InvalidArgument("--workers must be at least 1")
         if config.max_sessions < 1:
             raise InvalidArgument("--max-sessions must be at least 1")
+        if config.probing.interval_s <= 0 or config.probing.timeout_s < config.probing.interval_s:
+            raise InvalidArgument("--probe-interval must be above 0 and --probe-timeout at least --probe-interval")
         self.config = config
         self.metrics = metrics or Metrics()
         self.descriptions: dict[str, dict[str, Any]] = {}
@@ -78,8 +89,11 @@ class SessionManager:
         self._table = SessionTable()
         inline = frozenset(n for n in config.envs if not (config.isolate or n in entry_points) and _inline(n))
         self._pool = WorkerPool(
-            config.workers, entry_points, config.worker_threads, self.metrics, self._lose_worker, inline
+            config.workers, entry_points, config.worker_threads, self.metrics, self._lose_worker, inline, config.probing
         )
+        self._keys = CreateKeys(lambda session_id: session_id in self._table.sessions)
+        self._closer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="closer")
+        """Frees the environments of closed sessions when their overdue calls return (never on a worker's reader)."""
         self._stopping = threading.Event()
         self.draining = False
         self._reaper: threading.Thread | None = None
@@ -108,12 +122,13 @@ class SessionManager:
         for session in self._table.clear():
             session.worker.call("close", session.id)
         self._pool.stop()
+        self._closer.shutdown(wait=False)
 
     def _lose_worker(self, worker: WorkerHandle) -> None:
-        """A worker died: its sessions fail with ``env_failed`` once, then are unknown (the pool replaces it)."""
+        """A worker died or was replaced: its sessions fail with ``worker_lost`` once, then are unknown."""
         message = worker.death_message()
-        lost = self._table.remove_where(lambda s: s.worker is not worker, lambda s: message, EnvFailed)
-        self.metrics.inc("agentenvs_sessions_closed_total", (("reason", "worker_died"),), len(lost))
+        gone = self._table.remove_where(lambda s: s.worker is not worker, lambda s: message, WorkerLost)
+        self.metrics.inc("agentenvs_sessions_closed_total", (("reason", "worker_lost"),), len(gone))
 
     def _reap_loop(self) -> None:
         interval = max(0.05, min(self.config.lease_ttl_s / 4, 5.0))
@@ -129,29 +144,54 @@ class SessionManager:
             lambda s: f"session {s.id} expired after {ttl:g} s idle (the lease); open a new one",
         )
         for session in idle:
-            self._release_worker_slot(session)
+            self._dispose(session)
         if idle:
             self.metrics.inc("agentenvs_sessions_closed_total", (("reason", "expired"),), len(idle))
         return len(idle)
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def _release_worker_slot(self, session: Session) -> None:
+    def _free(self, session: Session) -> None:
+        """Give the session's slot on its worker back and close its environment there (a dead worker has none)."""
         with self._table.lock:
             session.worker.sessions -= 1
-        session.worker.call("close", session.id)
+        if session.worker.alive:
+            session.worker.call("close", session.id)
+
+    def _dispose(self, session: Session) -> None:
+        """``session`` is closed: free it now, or when the request (or the overdue call) holding it lets go."""
+        if self._table.closing(session):
+            self._free(session)
+
+    def _let_go(self, session: Session) -> None:
+        """The request holding ``session`` is done with it; a call past its limit keeps holding it."""
+        if not session.overdue and self._table.release(session):
+            self._free(session)
 
     def _close(self, session: Session, message: str, reason: str, *, reported: bool = False) -> None:
         """Close ``session``; ``reported``: this request tells the client, so later ones just get 404."""
         if self._table.remove(session, message, reported=reported):
-            self._release_worker_slot(session)
             self.metrics.inc("agentenvs_sessions_closed_total", (("reason", reason),))
+            self._dispose(session)
 
-    def _timed_out(self, session: Session, op: str, timeout: float) -> StepTimeout:
+    def _timed_out(self, session: Session, op: str, timeout: float, future: Future) -> StepTimeout:
+        """Close ``session`` now (a tombstone); its call keeps it until it returns, then its environment is freed."""
         message = f"the {op} ran past the server's limit of {timeout:g} s; session {session.id} is closed"
+        session.overdue = True
         self._close(session, message, "timeout")
-        threading.Thread(target=self._pool.probe, args=(session.worker,), name="probe", daemon=True).start()
+        self._dispose(session)  # a session being created is in no table, but it is closed all the same
+        future.add_done_callback(lambda _: self._after_overdue(session))
         return StepTimeout(message + ": open a new one (the server's --step-timeout sets the limit)")
+
+    def _after_overdue(self, session: Session) -> None:
+        """An overdue call returned (or its worker died): free its session, on the closer thread."""
+
+        def settle() -> None:
+            session.overdue = False
+            self._let_go(session)
+
+        with contextlib.suppress(RuntimeError):  # the server is shutting down: the workers go anyway
+            self._closer.submit(settle)
 
     def _wait(self, session: Session, future: Future, op: str, timeout: float) -> Any:
         """The payload of a worker call; errors become exceptions, and timeouts and crashes close the session."""
@@ -159,10 +199,12 @@ class SessionManager:
         try:
             outcome = future.result(timeout)
         except FutureTimeout:
-            raise self._timed_out(session, op, timeout) from None
-        except EnvFailed as exc:
-            self._close(session, f"session {session.id} is closed: {exc}", "worker_died", reported=True)
-            raise EnvFailed(str(exc)) from None
+            error = self._timed_out(session, op, timeout, future)
+            self._pool.count_overdue(session.worker, future)  # after the tombstone: it may replace the worker
+            raise error from None
+        except WorkerLost as exc:
+            self._close(session, f"session {session.id} is closed: {exc}", "worker_lost", reported=True)
+            raise WorkerLost(str(exc)) from None
         finally:
             self.metrics.observe("agentenvs_env_call_duration_seconds", time.perf_counter() - started, (("op", op),))
         return self._unpack(session, outcome)
@@ -173,38 +215,54 @@ class SessionManager:
         failure: Failure = outcome.payload
         if failure.fatal:
             message = f"session {session.id} was closed after its environment failed: {failure.message}"
-            self._close(session, message, "failed")
+            self._close(session, message, "worker_lost" if failure.code == WorkerLost.code else "failed")
         error = protocol.error_class(failure.code)(failure.message)
         error.code, error.http_status = failure.code, failure.http_status
         raise error
 
     # ------------------------------------------------------------------ the operations
 
-    def create(self, request: CreateSession, owner: bytes | None = None) -> dict[str, Any]:
+    def create(self, request: CreateSession, owner: bytes | None = None, key: str | None = None) -> dict[str, Any]:
+        """Open a session; with an idempotency ``key`` a retry answers the session the first attempt opened."""
         if self.draining:
             raise ShuttingDown("the server is shutting down; open the session on another server")
         if request.env not in self.descriptions:
             raise UnknownEnv(
                 f"no environment named {request.env!r} is served here; served: {sorted(self.descriptions)}"
             )
-        for key in request.kwargs:
-            if key in RESERVED_KWARGS:
-                raise InvalidArgument(f'{key!r} is not a constructor keyword here; send "privileged" at the top level')
-            if UNSAFE_KWARG.search(key):
+        for name in request.kwargs:
+            if name in RESERVED_KWARGS:
+                raise InvalidArgument(f'{name!r} is not a constructor keyword here; send "privileged" at the top level')
+            if UNSAFE_KWARG.search(name):
                 raise InvalidArgument(
-                    f"the server does not take the keyword {key!r} from a request: keywords naming files, "
+                    f"the server does not take the keyword {name!r} from a request: keywords naming files, "
                     "commands or addresses are set by whoever runs the server"
                 )
+        key = check_key(key)
+        return self._keys.create(owner, key, request, lambda: self._open(request, owner), self.config.setup_timeout_s)
+
+    def _host(self, env: str) -> WorkerHandle | InlineHost:
+        """Where the new session goes, counted there (call with the table's lock held)."""
+        if len(self._table.sessions) + self._table.creating >= self.config.max_sessions:
+            raise AtCapacity(
+                f"the server holds its maximum of {self.config.max_sessions} sessions; retry after "
+                f"{self.config.retry_after_s} s, close idle sessions, or use another server",
+                retry_after=self.config.retry_after_s,
+            )
+        worker = self._pool.host_for(env)
+        if worker is None:
+            raise AtCapacity(
+                "no worker process can take a session now (each is being replaced or not answering); retry after "
+                f"{self.config.retry_after_s} s or use another server",
+                retry_after=self.config.retry_after_s,
+            )
+        worker.sessions += 1
+        self._table.creating += 1
+        return worker
+
+    def _open(self, request: CreateSession, owner: bytes | None) -> dict[str, Any]:
         with self._table.lock:
-            if len(self._table.sessions) + self._table.creating >= self.config.max_sessions:
-                raise AtCapacity(
-                    f"the server holds its maximum of {self.config.max_sessions} sessions; retry after "
-                    f"{self.config.retry_after_s} s, close idle sessions, or use another server",
-                    retry_after=self.config.retry_after_s,
-                )
-            worker = self._pool.host_for(request.env)
-            worker.sessions += 1
-            self._table.creating += 1
+            worker = self._host(request.env)
         session_id = secrets.token_hex(16)
         session = Session(session_id, request.env, worker, owner, request.privileged, time.monotonic(), busy=True)
         try:
@@ -212,11 +270,10 @@ class SessionManager:
             try:
                 description = self._wait(session, future, "create", self.config.setup_timeout_s)
             except BaseException:
-                self._release_worker_slot(session)
+                self._table.closing(session)
+                self._let_go(session)
                 raise
-            session.busy = False
-            with self._table.lock:
-                self._table.sessions[session_id] = session
+            self._table.add(session)
         finally:
             with self._table.lock:
                 self._table.creating -= 1
@@ -241,7 +298,7 @@ class SessionManager:
             future = session.worker.call(op, session.id, args)
             return _recorded(session, op, self._wait(session, future, op, timeout or self.config.step_timeout_s))
         finally:
-            self._table.release(session)
+            self._let_go(session)
 
     def reset(self, session_id: str, request: ResetRequest, owner: bytes | None = None) -> bytes:
         return self._drive(session_id, owner, "reset", (request.seed, request.options), self.config.setup_timeout_s)
@@ -281,7 +338,7 @@ class SessionManager:
                 "lease_ttl_s": self.config.lease_ttl_s,
             }
         finally:
-            self._table.release(session)
+            self._let_go(session)
 
     def _stored_or_check(self, session: Session, turn: int) -> bytes | None:
         """The stored answer when ``turn`` retries the last step; raises on any other mismatch."""
@@ -310,7 +367,7 @@ class SessionManager:
             result = self._wait(session, future, "step", self.config.step_timeout_s)
             return self._record_step(session, request.turn, result)
         finally:
-            self._table.release(session)
+            self._let_go(session)
 
     def batch_step(
         self, items: list[BatchItem | BatchReset | AgentEnvsError], owner: bytes | None = None
@@ -345,7 +402,7 @@ class SessionManager:
             self._run_batch(list(groups.values()), results)
         finally:
             for session in held:
-                self._table.release(session)
+                self._let_go(session)
         return [r if r is not None else b"null" for r in results]
 
     def _run_batch(self, groups: list[list[tuple[int, Session, Any]]], results: list[bytes | None]) -> None:
@@ -365,18 +422,20 @@ class SessionManager:
                 answers = future.result(max(0.0, started + timeout - time.monotonic())).payload
             except FutureTimeout:
                 answers = [None] * len(group)
-            except EnvFailed as exc:
-                answers = [failed(str(exc))] * len(group)
+            except WorkerLost as exc:
+                answers = [lost(str(exc))] * len(group)
             for (index, session, item), answer in zip(group, answers, strict=False):
-                results[index] = self._batch_answer(session, item, answer, timeout)
+                results[index] = self._batch_answer(session, item, answer, timeout, future)
+            if answers[0] is None:  # one call, so one thread held, for the whole group
+                self._pool.count_overdue(group[0][1].worker, future)
 
     def _batch_answer(
-        self, session: Session, item: BatchItem | BatchReset, answer: Outcome | None, timeout: float
+        self, session: Session, item: BatchItem | BatchReset, answer: Outcome | None, timeout: float, future: Future
     ) -> bytes:
         reset = isinstance(item, BatchReset)
         try:
             if answer is None:
-                raise self._timed_out(session, "reset" if reset else "step", timeout)
+                raise self._timed_out(session, "reset" if reset else "step", timeout, future)
             result: Result = self._unpack(session, answer)
             return _recorded(session, "reset", result) if reset else self._record_step(session, item.turn, result)
         except AgentEnvsError as exc:
@@ -385,23 +444,43 @@ class SessionManager:
     # ------------------------------------------------------------------ what /healthz and /metrics show
 
     def health(self) -> dict[str, Any]:
-        """The ``/healthz`` answer: ok, degraded (no worker alive) or draining."""
-        stats = self.stats()
-        alive = sum(w["alive"] for w in stats["workers"])
-        status = "draining" if self.draining else ("ok" if alive else "degraded")
+        """The ``/healthz`` answer: ok, degraded (every worker dead or being replaced) or draining."""
+        workers = self._pool.stats()
+        alive = sum(w["alive"] for w in workers)
+        suspect = sum(w["alive"] and w["suspect"] for w in workers)
+        status = "draining" if self.draining else ("ok" if alive > suspect else "degraded")
         return {
             "status": status,
             "protocol": protocol.PROTOCOL_VERSION,
-            "sessions": stats["sessions"],
+            "sessions": sum(self._table.by_env().values()),
             "workers_alive": alive,
+            "workers_suspect": suspect,
+            "calls_overdue": sum(w["overdue"] for w in workers if w["alive"]),
         }
+
+    def readiness(self) -> dict[str, Any]:
+        """The ``/readyz`` answer: ready when a session of every served environment can be opened now."""
+        ready_workers = sum(w["ready"] for w in self._pool.stats())
+        needs_workers = any(name not in self._pool.inline_envs for name in self.config.envs)
+        ready = not self.draining and (ready_workers > 0 or not needs_workers)
+        status = "draining" if self.draining else ("ok" if ready else "degraded")
+        return {"ready": ready, "status": status, "workers_ready": ready_workers}
 
     def render_metrics(self, in_flight: Any = None) -> str:
         """The ``/metrics`` text: the counters and histograms, with the session and worker gauges of now."""
-        stats = self.stats()
+        workers = [w for w in self._pool.stats() if w["alive"]]
+
+        def total(stat: str) -> dict[tuple, float]:
+            return {(): float(sum(w[stat] for w in workers))}
+
         gauges = {
-            "agentenvs_sessions_active": {(("env", e),): float(n) for e, n in stats["sessions_by_env"].items()},
-            "agentenvs_workers_alive": {(): float(sum(w["alive"] for w in stats["workers"]))},
+            "agentenvs_sessions_active": {(("env", e),): float(n) for e, n in self._table.by_env().items()},
+            "agentenvs_workers_alive": {(): float(len(workers))},
+            "agentenvs_workers_suspect": total("suspect"),
+            "agentenvs_workers_ready": total("ready"),
+            "agentenvs_worker_sessions": total("sessions"),
+            "agentenvs_calls_in_flight": total("in_flight"),
+            "agentenvs_calls_overdue": total("overdue"),
         }
         if in_flight is not None:
             gauges["agentenvs_requests_in_flight"] = {(): float(in_flight.count)}

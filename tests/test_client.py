@@ -150,6 +150,34 @@ def test_a_step_retried_after_a_lost_answer_does_not_step_twice(server: ServerPr
         proxy.close()
 
 
+def _opened(client: agentenvs.Client) -> float:
+    """``agentenvs_sessions_opened_total`` of the counter env on the client's server."""
+    for line in client.request("GET", "/metrics").splitlines():
+        if line.startswith('agentenvs_sessions_opened_total{env="counter"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_a_create_retried_after_a_lost_answer_opens_one_session(server: ServerProcess) -> None:
+    """The client's idempotency key makes the retry answer the session the lost answer carried: no orphan."""
+    proxy = DroppingProxy(int(server.url.rsplit(":", 1)[1]))
+    direct = agentenvs.connect(server.url, token="secret")
+    try:
+        client = agentenvs.connect(f"http://127.0.0.1:{proxy.port}", token="secret")
+        before = _opened(direct)
+        proxy.armed.set()
+        env = client.make("counter")
+        assert proxy.dropped == 1, "the proxy should have swallowed the first answer"
+        assert _opened(direct) == before + 1, "the retried create must not open a second session"
+        env.reset(seed=0)
+        assert env.step("inc")[1] == 1.0
+        assert direct.request("GET", env.path)["turn"] == 1
+        env.close()
+    finally:
+        proxy.close()
+        direct.close()
+
+
 def test_env_pool_spreads_sessions_and_falls_over_at_capacity() -> None:
     small, large = _start("--max-sessions", "1"), _start()
     try:

@@ -122,9 +122,9 @@ def labels(component: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": f"agentenvs-{component}", "app.kubernetes.io/part-of": PART_OF}
 
 
-def _probe(port: str, period_s: int, failures: int, timeout_s: int = 3) -> dict[str, Any]:
+def _probe(port: str, period_s: int, failures: int, timeout_s: int = 3, path: str = "/healthz") -> dict[str, Any]:
     return {
-        "httpGet": {"path": "/healthz", "port": port},
+        "httpGet": {"path": path, "port": port},
         "periodSeconds": period_s,
         "timeoutSeconds": timeout_s,
         "failureThreshold": failures,
@@ -195,7 +195,7 @@ def deployment(server: Server) -> dict[str, Any]:
             "limits": {"cpu": server.cpu_limit, "memory": server.memory_limit},
         },
         "startupProbe": startup,
-        "readinessProbe": _probe("http", 5, 2),
+        "readinessProbe": _probe("http", 5, 2, path="/readyz"),  # not ready while no worker can take a session
         "livenessProbe": _probe("http", 10, 3, timeout_s=5),
         "securityContext": container_security,
         "volumeMounts": mounts,

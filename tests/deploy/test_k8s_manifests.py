@@ -124,16 +124,19 @@ SANDBOX = "agentenvs-shellops"  # bubblewrap's sandbox needs root and an unmaske
 
 
 def _serving_problems(where: str, container: Doc) -> list[str]:
-    """A server container: probes on /healthz at its port, the token from the Secret, a bind beyond loopback."""
+    """A server container: probes on /healthz at its port (an env server's readiness on /readyz, which turns
+    not-ready while no worker can take a session), the token from the Secret, a bind beyond loopback."""
     problems = []
     ports = {p["containerPort"] for p in container.get("ports", [])}
     names = {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
+    env_server = container.get("command") == ["agentenvs", "serve"]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         get = container.get(probe, {}).get("httpGet")
+        path = "/readyz" if env_server and probe == "readinessProbe" else "/healthz"
         if get is None:
             problems.append(f"{where}: no {probe} over HTTP")
-        elif get.get("path") != "/healthz" or names.get(get["port"], get["port"]) not in ports:
-            problems.append(f"{where}: {probe} asks {get.get('path')} on {get['port']}, not /healthz on its port")
+        elif get.get("path") != path or names.get(get["port"], get["port"]) not in ports:
+            problems.append(f"{where}: {probe} asks {get.get('path')} on {get['port']}, not {path} on its port")
     token = {e["name"]: e for e in container.get("env", [])}.get("AGENTENVS_TOKEN", {})
     ref = token.get("valueFrom", {}).get("secretKeyRef", {})
     if "value" in token or (ref.get("name"), ref.get("key")) != (GENERATE.TOKEN_SECRET, GENERATE.TOKEN_KEY):

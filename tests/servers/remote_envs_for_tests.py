@@ -3,7 +3,8 @@
 Served with ``--env counter=remote_envs_for_tests:CounterEnv`` and this folder on ``PYTHONPATH``.
 Actions: ``inc`` (+1 reward), ``sleep <seconds>`` (a slow engine), ``fail`` (the engine raises),
 ``crash`` (the worker process dies), ``wedge`` (the engine holds the GIL and never returns),
-``finish`` (the task is solved); anything else is invalid.
+``finish`` (the task is solved); anything else is invalid. The constructor keyword ``slow_start_s`` makes
+the constructor sleep that long (an engine that hangs while starting).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ class CounterEnv(TextEnv):
     default_max_turns: ClassVar[int] = 6
     has_privileged: ClassVar[bool] = True
     max_action_chars: ClassVar[int] = 64
+
+    def __init__(self, *, slow_start_s: float = 0.0, **options: Any):
+        super().__init__(**options)
+        time.sleep(slow_start_s)
 
     def tasks(self, split: str) -> tuple[dict[str, Any], ...]:
         return TASKS if split == "test" else ()

@@ -17,24 +17,37 @@ from agentenvs.servers.launch import ServerProcess
 
 @pytest.fixture(scope="module")
 def faulty() -> Iterator[ServerProcess]:
-    process = start(args=("--step-timeout", "1.5", "--max-sessions", "64"))
+    process = start(
+        args=("--step-timeout", "1.5", "--max-sessions", "64", "--probe-interval", "0.25", "--probe-timeout", "2")
+    )
     try:
         yield process
     finally:
         process.stop()
 
 
-def _wait_for_workers(api: Api, count: int) -> None:
-    for _ in range(200):
-        if api.call("GET", "/healthz").json()["workers_alive"] == count:
+def _wait_for_replacement(server: ServerProcess, victim: int) -> None:
+    """Until ``victim`` is gone and two workers take sessions (a replacement is ready once it answers)."""
+    api = Api(server.url)
+    for _ in range(400):
+        if victim not in _live_worker_pids(server) and api.call("GET", "/readyz").json()["workers_ready"] == 2:
             return
         time.sleep(0.05)
     raise AssertionError("the dead worker was not replaced")
 
 
+def _both_ready(api: Api) -> None:
+    for _ in range(400):
+        if api.call("GET", "/readyz").json()["workers_ready"] == 2:
+            return
+        time.sleep(0.02)
+    raise AssertionError("both workers should take sessions")
+
+
 def _sessions_by_worker(api: Api, count: int) -> dict[int, list[str]]:
     by_pid: dict[int, list[str]] = {}
-    for _ in range(count):
+    for _ in range(count):  # each open after both workers answer heartbeats (a busy new one may be late)
+        _both_ready(api)
         session = api.open()
         api.reset(session)
         pid = api.call("GET", f"/v1/sessions/{session}").json()["worker_pid"]
@@ -52,13 +65,13 @@ def test_a_dead_worker_fails_only_its_own_sessions_and_is_replaced(faulty: Serve
         os.kill(victim, signal.SIGKILL)
     else:
         crashed = api.step(by_pid[victim][0], "crash", 0)
-        assert crashed.status_code == 500 and error_of(crashed)["code"] == "env_failed"
+        assert crashed.status_code == 500 and error_of(crashed)["code"] == "worker_lost"
         by_pid[victim] = by_pid[victim][1:]
-    _wait_for_workers(api, 2)
+    _wait_for_replacement(faulty, victim)
     for session in by_pid[victim]:
         failed = api.step(session, "inc", 0)
         assert failed.status_code == 500, failed.text
-        assert error_of(failed)["code"] == "env_failed" and "died" in error_of(failed)["message"]
+        assert error_of(failed)["code"] == "worker_lost" and "died" in error_of(failed)["message"]
         assert api.step(session, "inc", 0).status_code == 404, "the failed session must be closed"
     for session in by_pid[survivor]:
         assert api.step(session, "inc", 0).status_code == 200
@@ -110,9 +123,10 @@ def test_a_wedged_worker_is_killed_and_replaced(faulty: ServerProcess) -> None:
         time.sleep(0.05)
     else:
         raise AssertionError("the wedged worker was not killed")
-    _wait_for_workers(api, 2)
+    _wait_for_replacement(faulty, victim)
     failed = api.step(neighbour, "inc", 0)
-    assert failed.status_code == 500 and "died" in error_of(failed)["message"]
+    assert failed.status_code == 500 and error_of(failed)["code"] == "worker_lost"
+    assert "answered no heartbeat" in error_of(failed)["message"]
     fresh = api.open()
     api.reset(fresh)
     assert api.step(fresh, "inc", 0).status_code == 200

@@ -20,9 +20,10 @@ def guarded() -> Iterator[ServerProcess]:
         process.stop()
 
 
-def test_every_route_but_healthz_needs_a_token(guarded: ServerProcess) -> None:
+def test_every_route_but_the_probes_needs_a_token(guarded: ServerProcess) -> None:
     anonymous, wrong = Api(guarded.url), Api(guarded.url, token="nope")
     assert anonymous.call("GET", "/healthz").status_code == 200
+    assert anonymous.call("GET", "/readyz").json()["ready"] is True
     for client in (anonymous, wrong):
         for method, path in [
             ("GET", "/v1/envs"),
@@ -54,6 +55,17 @@ def test_a_session_answers_only_the_token_that_opened_it(guarded: ServerProcess)
         assert error["code"] == "unknown_session"
     assert beta.call("DELETE", f"/v1/sessions/{session}").status_code == 204
     assert alpha.step(session, "inc", 0).status_code == 200, "another token's DELETE must not close the session"
+
+
+def test_an_idempotency_key_is_a_key_of_the_token_that_sent_it(guarded: ServerProcess) -> None:
+    alpha, beta = Api(guarded.url, token="alpha-token"), Api(guarded.url, token="beta-token")
+    key = {protocol.IDEMPOTENCY_HEADER: "shared-key-0001"}
+    mine = alpha.call("POST", "/v1/sessions", {"env": "counter"}, headers=key).json()["session_id"]
+    theirs = beta.call("POST", "/v1/sessions", {"env": "counter"}, headers=key).json()["session_id"]
+    assert mine != theirs, "another token's key must not reach this token's session"
+    assert alpha.call("POST", "/v1/sessions", {"env": "counter"}, headers=key).json()["session_id"] == mine
+    alpha.call("DELETE", f"/v1/sessions/{mine}")
+    beta.call("DELETE", f"/v1/sessions/{theirs}")
 
 
 def test_session_ids_are_128_random_bits(guarded: ServerProcess) -> None:
